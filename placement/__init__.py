@@ -1,0 +1,1 @@
+"""Optimal placement of ML workloads on heterogeneous CPU + CIM / PIM machines."""

@@ -1,0 +1,142 @@
+"""Plain data that the CIM makespan model is built from.
+
+A :class:`CimInstance` holds exactly the numbers of the paper's ILP
+(Section IV-B): per operator the host latency ``T_host,v``, the accelerator
+latency ``T_acc,v`` (``None`` when the operator is not in ``V_acc``) and its
+crossbar count ``N_crossbar,v``; per data edge the transfer latency
+``T_transfer,(u,v)``; and the crossbar budget ``C``. It knows nothing about
+ONNX, profiling or hardware files, so models, solvers, verifiers and oracles
+can be tested on hand-made instances. All times are in seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+import networkx as nx
+
+from placement.errors import PlacementError
+
+
+@dataclass(frozen=True)
+class CimOperator:
+    name: str
+    t_host: float
+    t_acc: float | None = None  # None: not supported by the accelerator (v not in V_acc)
+    crossbars: int = 0  # N_crossbar,v (Eq. 1); 0 for unsupported operators
+    op_type: str = ""
+
+    @property
+    def supported(self) -> bool:
+        return self.t_acc is not None
+
+
+@dataclass(frozen=True)
+class CimEdge:
+    src: str
+    dst: str
+    t_transfer: float  # paid only when src and dst are on different devices (Eq. 4, 8)
+
+
+@dataclass(frozen=True)
+class CimInstance:
+    operators: tuple[CimOperator, ...]
+    edges: tuple[CimEdge, ...]
+    crossbar_budget: int  # C (Eq. 14)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "operators", tuple(self.operators))
+        object.__setattr__(self, "edges", tuple(self.edges))
+        self._validate()
+
+    @classmethod
+    def build(
+        cls,
+        operators: Iterable[CimOperator],
+        edges: Iterable[CimEdge],
+        crossbar_budget: int,
+    ) -> CimInstance:
+        return cls(tuple(operators), tuple(edges), crossbar_budget)
+
+    def _validate(self) -> None:
+        if not self.operators:
+            raise PlacementError("the graph has no operators to place")
+        names = [op.name for op in self.operators]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise PlacementError(f"operator name {dup!r} appears more than once")
+        if not isinstance(self.crossbar_budget, int) or self.crossbar_budget < 0:
+            raise PlacementError(
+                f"crossbar budget must be a non-negative integer, got {self.crossbar_budget!r}"
+            )
+        for op in self.operators:
+            _check_time(op.t_host, f"operator {op.name!r}: host latency")
+            if op.t_acc is not None:
+                _check_time(op.t_acc, f"operator {op.name!r}: accelerator latency")
+                if not isinstance(op.crossbars, int) or op.crossbars < 0:
+                    raise PlacementError(
+                        f"operator {op.name!r}: crossbar count must be a non-negative integer"
+                    )
+        known = set(names)
+        seen_edges: set[tuple[str, str]] = set()
+        for e in self.edges:
+            for end in (e.src, e.dst):
+                if end not in known:
+                    raise PlacementError(f"edge {e.src!r} -> {e.dst!r} names unknown operator {end!r}")
+            if e.src == e.dst:
+                raise PlacementError(f"edge {e.src!r} -> {e.dst!r} is a self-loop")
+            if (e.src, e.dst) in seen_edges:
+                raise PlacementError(f"edge {e.src!r} -> {e.dst!r} appears more than once")
+            seen_edges.add((e.src, e.dst))
+            _check_time(e.t_transfer, f"edge {e.src!r} -> {e.dst!r}: transfer latency")
+        if not nx.is_directed_acyclic_graph(self.graph):
+            cycle = nx.find_cycle(self.graph)
+            path = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
+            raise PlacementError(f"the operator graph has a cycle: {path}")
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        g = nx.DiGraph()
+        g.add_nodes_from(op.name for op in self.operators)
+        g.add_edges_from((e.src, e.dst) for e in self.edges)
+        return g
+
+    @cached_property
+    def by_name(self) -> dict[str, CimOperator]:
+        return {op.name: op for op in self.operators}
+
+    @cached_property
+    def transfer(self) -> dict[tuple[str, str], float]:
+        return {(e.src, e.dst): e.t_transfer for e in self.edges}
+
+    @cached_property
+    def sinks(self) -> list[str]:
+        """Terminal operators: no successor (the set in Eq. 6)."""
+        return [n for n in self.graph.nodes if self.graph.out_degree(n) == 0]
+
+    @cached_property
+    def parallel_pairs(self) -> list[tuple[str, str]]:
+        """P of Eq. 10: unordered pairs not connected by a path, as (u, v) in operator order."""
+        closure = nx.transitive_closure_dag(self.graph)
+        order = {op.name: i for i, op in enumerate(self.operators)}
+        names = [op.name for op in self.operators]
+        pairs = []
+        for i, u in enumerate(names):
+            reach_u = closure.succ[u]
+            for v in names[i + 1 :]:
+                if v not in reach_u and u not in closure.succ[v]:
+                    pairs.append((u, v) if order[u] < order[v] else (v, u))
+        return pairs
+
+    @property
+    def cpu_only_latency(self) -> float:
+        """Makespan with every operator on the host: the serial sum of host latencies."""
+        return math.fsum(op.t_host for op in self.operators)
+
+
+def _check_time(value: float, what: str) -> None:
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise PlacementError(f"{what} must be a finite non-negative number of seconds, got {value!r}")
