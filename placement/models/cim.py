@@ -1,0 +1,250 @@
+"""The CIM paper's makespan ILP (Section IV-B, Eqs. 5-14) as a Pyomo model.
+
+``build_cim_model(instance)`` returns a plain :class:`pyomo.environ.ConcreteModel`
+that users may extend before solving. Components:
+
+========================  ============================================================
+``m.V, m.V_ACC``          operators; those the accelerator supports
+``m.E, m.P, m.SINKS``     data edges; parallel pairs (Eq. 10); terminal operators
+``m.host[v]``             x_v, binary, 1 = host CPU (Eq. 5); fixed to 1 outside V_acc
+``m.start[v]``            s_v >= 0
+``m.finish[v]``           f_v
+``m.transfer[u, v]``      z_uv, binary, 1 = ends on different devices
+``m.order[u, v]``         o_uv, binary, 1 = u before v, for (u, v) in P
+``m.makespan``            T >= 0; ``m.objective`` minimizes it
+``m.t_host, m.t_acc,``    the data, as immutable Params in model time units
+``m.t_transfer, m.big_m``
+``m.crossbars, m.crossbar_budget``
+``m.time_unit``           seconds per model time unit (see "Scaling")
+========================  ============================================================
+
+Constraint families (each a component, or two, named after it; see
+``FAMILY_COMPONENTS``): ``makespan`` (Eq. 6), ``finish`` (Eq. 7), ``precedence``
+(Eq. 8), ``transfer`` (Eq. 9), ``ordering`` (Eqs. 11-12, big-M of Eq. 13) and
+``budget`` (Eq. 14). All are on by default: that is the faithful model. A
+benchmark may build with a subset (a relaxation) or deactivate a family on a
+built model with ``set_family_active``; tightenings can register further
+families in ``FAMILY_BUILDERS``.
+
+Eq. 5 is realized by fixing ``m.host[v] = 1`` for ``v`` outside ``V_acc`` (not by
+a constraint): Pyomo's HiGHS interface then passes those x_v as constants.
+For such operators ``T_acc,v := 0`` (as in Eq. 13), harmless because x_v = 1.
+
+Scaling: latencies are in seconds (1e-7 .. 1e-1), where HiGHS's absolute
+tolerances (primal feasibility 1e-7, MIP absolute gap 1e-6, matrix entries
+below 1e-9 dropped) are of the order of the data. The model is therefore built
+in a time unit ``m.time_unit`` (a power of ten of seconds) chosen so that the
+big-M of Eq. 13 lies in [1e4, 1e5) model units. Every time-valued component
+(``start``, ``finish``, ``makespan``, ``t_*``, ``big_m``, the objective) is in
+that unit; multiply by ``value(m.time_unit)`` for seconds.
+``extract_schedule`` returns seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+import pyomo.environ as pyo
+
+from placement.errors import PlacementError
+from placement.instance import CimInstance
+from placement.schedule import CimSchedule
+from placement.solvers.highs import model_size
+from placement.solvers.result import ModelSize
+
+#: Model units for the big-M: M lands in [10**_M_DECADE, 10**(_M_DECADE + 1)).
+_M_DECADE = 4
+
+
+def big_m_seconds(instance: CimInstance) -> float:
+    """Eq. 13: sum of max(T_host, T_acc) (T_acc := 0 outside V_acc) plus all transfers."""
+    return math.fsum(max(op.t_host, op.t_acc or 0.0) for op in instance.operators) + math.fsum(
+        e.t_transfer for e in instance.edges
+    )
+
+
+def time_unit_for(instance: CimInstance) -> float:
+    """Seconds per model time unit: a power of ten putting Eq. 13's M in [1e4, 1e5)."""
+    big_m = big_m_seconds(instance)
+    if big_m <= 0.0:
+        return 1.0  # every latency is zero: any unit works
+    return 10.0 ** (math.floor(math.log10(big_m)) - _M_DECADE)
+
+
+# --- constraint families -------------------------------------------------------------
+
+
+def _add_makespan(m: pyo.ConcreteModel) -> None:
+    # Eq. 6: T bounds the finish of every terminal operator.
+    m.makespan_bound = pyo.Constraint(m.SINKS, rule=lambda m, v: m.makespan >= m.finish[v])
+
+
+def _add_finish(m: pyo.ConcreteModel) -> None:
+    # Eq. 7: f_v = s_v + x_v T_host + (1 - x_v) T_acc.
+    m.finish_time = pyo.Constraint(
+        m.V,
+        rule=lambda m, v: m.finish[v]
+        == m.start[v] + m.host[v] * m.t_host[v] + (1 - m.host[v]) * m.t_acc[v],
+    )
+
+
+def _add_precedence(m: pyo.ConcreteModel) -> None:
+    # Eq. 8: s_v >= f_u + z_uv T_transfer,(u,v).
+    m.precedence = pyo.Constraint(
+        m.E,
+        rule=lambda m, u, v: m.start[v] >= m.finish[u] + m.transfer[u, v] * m.t_transfer[u, v],
+    )
+
+
+def _add_transfer(m: pyo.ConcreteModel) -> None:
+    # Eq. 9: z_uv >= |x_u - x_v|, as two rows.
+    m.transfer_lo = pyo.Constraint(
+        m.E, rule=lambda m, u, v: m.transfer[u, v] >= m.host[u] - m.host[v]
+    )
+    m.transfer_hi = pyo.Constraint(
+        m.E, rule=lambda m, u, v: m.transfer[u, v] >= m.host[v] - m.host[u]
+    )
+
+
+def _add_ordering(m: pyo.ConcreteModel) -> None:
+    # Eq. 11: u before v when both on host and o_uv = 1.
+    m.order_uv = pyo.Constraint(
+        m.P,
+        rule=lambda m, u, v: m.start[v]
+        >= m.finish[u] - m.big_m * (3 - m.host[u] - m.host[v] - m.order[u, v]),
+    )
+    # Eq. 12: v before u when both on host and o_uv = 0.
+    m.order_vu = pyo.Constraint(
+        m.P,
+        rule=lambda m, u, v: m.start[u]
+        >= m.finish[v] - m.big_m * (2 - m.host[u] - m.host[v] + m.order[u, v]),
+    )
+
+
+def _add_budget(m: pyo.ConcreteModel) -> None:
+    # Eq. 14: crossbars of offloaded operators within C (no row when nothing can be offloaded).
+    if len(m.V_ACC) == 0:
+        return
+    m.budget = pyo.Constraint(
+        expr=sum((1 - m.host[v]) * m.crossbars[v] for v in m.V_ACC) <= m.crossbar_budget
+    )
+
+
+FAMILY_BUILDERS: dict[str, Callable[[pyo.ConcreteModel], None]] = {
+    "makespan": _add_makespan,
+    "finish": _add_finish,
+    "precedence": _add_precedence,
+    "transfer": _add_transfer,
+    "ordering": _add_ordering,
+    "budget": _add_budget,
+}
+FAITHFUL_FAMILIES: tuple[str, ...] = tuple(FAMILY_BUILDERS)
+FAMILY_COMPONENTS: dict[str, tuple[str, ...]] = {
+    "makespan": ("makespan_bound",),
+    "finish": ("finish_time",),
+    "precedence": ("precedence",),
+    "transfer": ("transfer_lo", "transfer_hi"),
+    "ordering": ("order_uv", "order_vu"),
+    "budget": ("budget",),
+}
+
+
+# --- model ----------------------------------------------------------------------------
+
+
+def build_cim_model(
+    instance: CimInstance, *, families: Iterable[str] = FAITHFUL_FAMILIES
+) -> pyo.ConcreteModel:
+    """The faithful makespan ILP of Eqs. 5-14 (or a subset of its constraint families)."""
+    chosen = list(dict.fromkeys(families))
+    unknown = [f for f in chosen if f not in FAMILY_BUILDERS]
+    if unknown:
+        raise PlacementError(
+            f"unknown CIM model family {unknown[0]!r}; known: {', '.join(FAMILY_BUILDERS)}"
+        )
+    unit = time_unit_for(instance)
+    ops = instance.operators
+
+    m = pyo.ConcreteModel(name="cim_makespan")
+    m.families = tuple(chosen)  # plain attribute: which families were built
+    m.V = pyo.Set(initialize=[op.name for op in ops], ordered=True)
+    m.V_ACC = pyo.Set(within=m.V, initialize=[op.name for op in ops if op.supported], ordered=True)
+    m.E = pyo.Set(dimen=2, initialize=[(e.src, e.dst) for e in instance.edges], ordered=True)
+    m.P = pyo.Set(dimen=2, initialize=instance.parallel_pairs, ordered=True)  # Eq. 10
+    m.SINKS = pyo.Set(within=m.V, initialize=instance.sinks, ordered=True)
+
+    m.time_unit = pyo.Param(initialize=unit)  # seconds per model time unit
+    m.t_host = pyo.Param(m.V, initialize={op.name: op.t_host / unit for op in ops})
+    m.t_acc = pyo.Param(m.V, initialize={op.name: (op.t_acc or 0.0) / unit for op in ops})
+    m.t_transfer = pyo.Param(
+        m.E, initialize={(e.src, e.dst): e.t_transfer / unit for e in instance.edges}
+    )
+    m.crossbars = pyo.Param(
+        m.V, initialize={op.name: op.crossbars if op.supported else 0 for op in ops}
+    )
+    m.crossbar_budget = pyo.Param(initialize=instance.crossbar_budget)
+    m.big_m = pyo.Param(initialize=big_m_seconds(instance) / unit)  # Eq. 13
+
+    m.host = pyo.Var(m.V, within=pyo.Binary)  # Eq. 5
+    for op in ops:
+        if not op.supported:
+            m.host[op.name].fix(1)  # Eq. 5: x_v = 1 outside V_acc
+    m.start = pyo.Var(m.V, within=pyo.NonNegativeReals)
+    m.finish = pyo.Var(m.V, within=pyo.NonNegativeReals)  # implied by Eq. 7 and s_v >= 0
+    m.transfer = pyo.Var(m.E, within=pyo.Binary)
+    m.order = pyo.Var(m.P, within=pyo.Binary)
+    m.makespan = pyo.Var(within=pyo.NonNegativeReals)
+    m.objective = pyo.Objective(expr=m.makespan, sense=pyo.minimize)
+
+    for family in chosen:
+        FAMILY_BUILDERS[family](m)
+    return m
+
+
+def set_family_active(model: pyo.ConcreteModel, family: str, active: bool) -> None:
+    """Switch a constraint family of a built model on or off."""
+    if family not in FAMILY_COMPONENTS:
+        raise PlacementError(
+            f"unknown CIM model family {family!r}; known: {', '.join(FAMILY_COMPONENTS)}"
+        )
+    for name in FAMILY_COMPONENTS[family]:
+        comp = model.component(name)
+        if comp is None:
+            continue  # not built (e.g. no budget row without supported operators)
+        if active:
+            comp.activate()
+        else:
+            comp.deactivate()
+
+
+def cim_model_size(model: pyo.ConcreteModel) -> ModelSize:
+    """Columns and rows the solver sees: unfixed variables in active rows/objective, active rows.
+
+    Fixed x_v (operators outside V_acc) are constants to the solver and not counted.
+    """
+    return model_size(model)
+
+
+def extract_schedule(model: pyo.ConcreteModel, instance: CimInstance) -> CimSchedule:
+    """The solver's schedule in seconds; binaries are rounded (x_v > 0.5 means host).
+
+    Start and finish times are the solver's values (not recomputed), so that
+    ``verify_cim`` checks what the solver actually returned.
+    """
+    unit = pyo.value(model.time_unit)
+    on_host: dict[str, bool] = {}
+    start: dict[str, float] = {}
+    finish: dict[str, float] = {}
+    for op in instance.operators:
+        v = op.name
+        x, s, f = model.host[v].value, model.start[v].value, model.finish[v].value
+        if x is None or s is None or f is None:
+            raise PlacementError(f"the solver returned no value for operator {v!r}")
+        on_host[v] = x > 0.5
+        start[v] = s * unit
+        finish[v] = f * unit
+    t = model.makespan.value
+    if t is None:
+        raise PlacementError("the solver returned no makespan value")
+    return CimSchedule(on_host=on_host, start=start, finish=finish, makespan=t * unit)

@@ -1,0 +1,138 @@
+"""Test oracles for the CIM makespan: brute force over every placement, and random instances.
+
+The brute force shares no code with the model, the schedule module or the
+verifier: it has its own earliest-start evaluation, so agreement with the ILP
+checks both.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import networkx as nx
+
+from placement.instance import CimEdge, CimInstance, CimOperator
+
+
+def brute_force_makespan(instance: CimInstance) -> tuple[float, dict[str, bool], list[str]]:
+    """Minimum makespan over every assignment within budget and every host sequence.
+
+    For each assignment of supported operators (unsupported ones stay on the
+    host) whose crossbars fit the budget, every sequence of the host operators
+    consistent with precedence (including paths through CIM operators) is
+    scheduled earliest-start; the minimum wins. Branches whose partial
+    schedule already cannot beat the best are cut (host work still to come
+    runs after the last placed host operator), which never cuts an optimum.
+    Returns (makespan, on_host, host_order).
+    """
+    names = [op.name for op in instance.operators]
+    supported = [v for v in names if instance.by_name[v].supported]
+    ancestors = {v: nx.ancestors(instance.graph, v) for v in names}
+    best = _Best()
+    for choice in itertools.product((True, False), repeat=len(supported)):
+        on_host = {v: True for v in names}
+        on_host.update(zip(supported, choice, strict=True))
+        offloaded = [v for v in names if not on_host[v]]
+        if sum(instance.by_name[v].crossbars for v in offloaded) > instance.crossbar_budget:
+            continue
+        host = [v for v in names if on_host[v]]
+        blockers = {v: {a for a in ancestors[v] if on_host[a]} for v in host}
+        rest = sum(instance.by_name[v].t_host for v in host)
+        _extend(instance, on_host, host, blockers, [], {}, 0.0, rest, best)
+    assert best.on_host is not None and best.order is not None
+    return best.makespan, best.on_host, best.order
+
+
+class _Best:
+    def __init__(self) -> None:
+        self.makespan = math.inf
+        self.on_host: dict[str, bool] | None = None
+        self.order: list[str] | None = None
+
+
+def _finish_of(instance: CimInstance, on_host: dict[str, bool], v: str,
+               fin: dict[str, float]) -> float:
+    """Finish of a CIM operator from its predecessors (memoized in ``fin``).
+
+    Resolvable once every host ancestor of ``v`` is sequenced; host operators
+    are entered into ``fin`` when they are sequenced.
+    """
+    if v not in fin:
+        start = 0.0
+        for u in instance.graph.predecessors(v):
+            t = _finish_of(instance, on_host, u, fin)
+            if on_host[u]:
+                t += instance.transfer[(u, v)]
+            start = max(start, t)
+        fin[v] = start + instance.by_name[v].t_acc
+    return fin[v]
+
+
+def _extend(instance: CimInstance, on_host: dict[str, bool], host: list[str],
+            blockers: dict[str, set[str]], seq: list[str], fin: dict[str, float],
+            host_free: float, rest: float, best: _Best) -> None:
+    """Depth-first over host sequences; ``fin`` holds finishes known so far."""
+    if max(max(fin.values(), default=0.0), host_free + rest) >= best.makespan:
+        return  # cannot beat the best: every finish only grows, host work is serial
+    if len(seq) == len(host):
+        fin = dict(fin)
+        for v in on_host:
+            if not on_host[v]:
+                _finish_of(instance, on_host, v, fin)
+        makespan = max(fin.values())
+        if makespan < best.makespan:
+            best.makespan, best.on_host, best.order = makespan, dict(on_host), list(seq)
+        return
+    placed = set(seq)
+    for v in host:
+        if v in placed or not blockers[v] <= placed:
+            continue
+        nfin = dict(fin)
+        start = host_free
+        for u in instance.graph.predecessors(v):
+            t = _finish_of(instance, on_host, u, nfin)
+            if not on_host[u]:
+                t += instance.transfer[(u, v)]
+            start = max(start, t)
+        t_host = instance.by_name[v].t_host
+        nfin[v] = start + t_host
+        _extend(instance, on_host, host, blockers, seq + [v], nfin, nfin[v], rest - t_host, best)
+
+
+def random_instance(
+    rng: random.Random,
+    n_ops: int,
+    *,
+    edge_prob: float = 0.35,
+    unsupported_prob: float = 0.25,
+    t_host_range: tuple[float, float] = (1e-5, 1e-3),
+    acc_factor_range: tuple[float, float] = (0.05, 1.5),
+    transfer_factor_range: tuple[float, float] = (0.0, 0.6),
+    max_crossbars: int = 6,
+) -> CimInstance:
+    """A random DAG (edges i -> j, i < j, each with ``edge_prob``) with parallel branches.
+
+    Latencies in seconds: host uniform in ``t_host_range``; accelerator a random
+    factor of the host latency (some slower than the host); transfers a
+    random factor of the producer's host latency. Some operators are
+    unsupported; crossbars 1..``max_crossbars``; the budget anywhere from 0
+    to everything.
+    """
+    ops = []
+    for i in range(n_ops):
+        t_host = rng.uniform(*t_host_range)
+        if rng.random() < unsupported_prob:
+            ops.append(CimOperator(f"op{i}", t_host))
+        else:
+            t_acc = t_host * rng.uniform(*acc_factor_range)
+            ops.append(CimOperator(f"op{i}", t_host, t_acc, rng.randint(1, max_crossbars)))
+    edges = [
+        CimEdge(f"op{i}", f"op{j}", ops[i].t_host * rng.uniform(*transfer_factor_range))
+        for i in range(n_ops)
+        for j in range(i + 1, n_ops)
+        if rng.random() < edge_prob
+    ]
+    total = sum(op.crossbars for op in ops if op.supported)
+    return CimInstance.build(ops, edges, rng.randint(0, total))

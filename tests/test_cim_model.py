@@ -1,0 +1,429 @@
+"""The CIM makespan ILP (Eqs. 5-14): structure, closed forms, brute-force agreement, solve paths."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+from types import SimpleNamespace
+
+import pyomo.environ as pyo
+import pytest
+from oracles import brute_force_makespan, random_instance
+from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+
+import placement.cim as cim_mod
+import placement.solvers.highs as highs_mod
+from placement.cim import solve_cim
+from placement.errors import PlacementError
+from placement.instance import CimEdge, CimInstance, CimOperator
+from placement.models.cim import (
+    FAITHFUL_FAMILIES,
+    big_m_seconds,
+    build_cim_model,
+    cim_model_size,
+    set_family_active,
+)
+from placement.schedule import asap_schedule
+from placement.solvers.highs import solve_model
+from placement.solvers.result import ModelSize, SolveResult, SolveStatus
+from placement.verify import verify_cim
+
+MS = 1e-3
+
+
+def fork() -> CimInstance:
+    """a -> b, a -> c; b, c parallel; c unsupported. Small enough to count by hand."""
+    return CimInstance.build(
+        [
+            CimOperator("a", 1e-4, 5e-5, 2),
+            CimOperator("b", 2e-4, 5e-5, 3),
+            CimOperator("c", 2e-4),
+        ],
+        [CimEdge("a", "b", 1e-5), CimEdge("a", "c", 1e-5)],
+        5,
+    )
+
+
+def chain(n: int = 4, budget: int = 100) -> CimInstance:
+    ops = [CimOperator(f"v{i}", (i + 1) * MS, 0.4 * (i + 1) * MS, 1) for i in range(n)]
+    edges = [CimEdge(f"v{i}", f"v{i + 1}", 0.1 * MS) for i in range(n - 1)]
+    return CimInstance.build(ops, edges, budget)
+
+
+# --- structure (no solver) ------------------------------------------------------------
+
+
+def test_model_size_hand_count():
+    # Columns: x_a, x_b (x_c fixed by Eq. 5, a constant) + s 3 + f 3 + z 2 + o 1 + T = 12;
+    # binaries: x 2 + z 2 + o 1 = 5.
+    # Rows: Eq. 6: 2 sinks (b, c); Eq. 7: 3; Eq. 8: 2; Eq. 9: 2 x 2; Eqs. 11-12: 2 x 1;
+    # Eq. 14: 1 -> 14.
+    m = build_cim_model(fork())
+    assert list(m.P) == [("b", "c")]
+    assert cim_model_size(m) == ModelSize(variables=12, binaries=5, constraints=14)
+
+
+def test_unsupported_operator_is_fixed_on_host():
+    m = build_cim_model(fork())
+    assert m.host["c"].fixed and m.host["c"].value == 1  # Eq. 5
+    assert not m.host["a"].fixed and not m.host["b"].fixed
+    assert pyo.value(m.t_acc["c"]) == 0.0  # T_acc := 0 outside V_acc (Eq. 13)
+    assert list(m.V_ACC) == ["a", "b"]
+
+
+def test_chain_has_no_ordering_variables():
+    m = build_cim_model(chain())
+    assert len(m.P) == 0 and len(m.order) == 0
+    assert len(m.order_uv) == 0 and len(m.order_vu) == 0
+
+
+def test_big_m_and_scaling():
+    inst = fork()
+    # Eq. 13: max(1e-4, 5e-5) + max(2e-4, 5e-5) + max(2e-4, 0) + 1e-5 + 1e-5 = 5.2e-4 s.
+    assert big_m_seconds(inst) == pytest.approx(5.2e-4)
+    m = build_cim_model(inst)
+    unit = pyo.value(m.time_unit)
+    assert unit == pytest.approx(1e-8)  # M = 52000 model units, in [1e4, 1e5)
+    assert 1e4 <= pyo.value(m.big_m) < 1e5
+    assert pyo.value(m.t_host["b"]) * unit == pytest.approx(2e-4)
+    assert pyo.value(m.t_transfer["a", "c"]) * unit == pytest.approx(1e-5)
+
+
+def test_zero_latency_instance_builds():
+    inst = CimInstance.build([CimOperator("a", 0.0, 0.0, 1)], [], 1)
+    m = build_cim_model(inst)
+    assert pyo.value(m.time_unit) == 1.0 and pyo.value(m.big_m) == 0.0
+
+
+def test_families_can_be_chosen_and_switched():
+    assert FAITHFUL_FAMILIES == ("makespan", "finish", "precedence", "transfer", "ordering",
+                                 "budget")
+    relaxed = build_cim_model(fork(), families=("makespan", "finish", "precedence", "transfer"))
+    assert relaxed.component("order_uv") is None and relaxed.component("budget") is None
+    m = build_cim_model(fork())
+    set_family_active(m, "ordering", False)
+    assert not m.order_uv.active and not m.order_vu.active
+    assert cim_model_size(m).constraints == 12
+    assert cim_model_size(m).variables == 11  # o_bc no longer appears anywhere
+    set_family_active(m, "ordering", True)
+    assert cim_model_size(m).constraints == 14
+    with pytest.raises(PlacementError, match="unknown CIM model family 'tight'"):
+        build_cim_model(fork(), families=("makespan", "tight"))
+    with pytest.raises(PlacementError, match="unknown CIM model family"):
+        set_family_active(m, "nope", True)
+
+
+def test_no_budget_row_without_supported_operators():
+    inst = CimInstance.build([CimOperator("a", MS), CimOperator("b", MS)], [], 3)
+    m = build_cim_model(inst)
+    assert m.component("budget") is None
+    assert cim_model_size(m).binaries == 1  # only o_ab
+
+
+def test_random_instances_are_varied():
+    insts = [oracle_instance(seed) for seed in ORACLE_SEEDS]
+    assert sum(1 for i in insts if i.parallel_pairs) >= 20
+    assert sum(1 for i in insts if any(not op.supported for op in i.operators)) >= 10
+    assert sum(1 for i in insts if i.crossbar_budget == 0) >= 1
+    assert {len(i.operators) for i in insts} == set(range(2, 9))
+
+
+# --- brute-force agreement (real HiGHS) -----------------------------------------------
+
+ORACLE_SEEDS = list(range(42))
+
+
+def oracle_instance(seed: int) -> CimInstance:
+    rng = random.Random(1000 + seed)
+    n_ops = 2 + seed % 7
+    edge_prob = (0.2, 0.35, 0.6)[seed % 3]
+    return random_instance(rng, n_ops, edge_prob=edge_prob)
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("seed", ORACLE_SEEDS)
+def test_ilp_matches_brute_force(seed):
+    inst = oracle_instance(seed)
+    best, on_host, order = brute_force_makespan(inst)
+    # The oracle's own evaluator agrees with the schedule module on its optimum.
+    assert asap_schedule(inst, on_host, order).makespan == pytest.approx(best, rel=1e-9)
+
+    placed = solve_cim(inst, rel_gap=0.0)
+    assert placed.result.status == SolveStatus.OPTIMAL
+    assert placed.result.objective == pytest.approx(best, rel=1e-6)
+    assert placed.schedule is not None
+    assert placed.schedule.makespan == pytest.approx(best, rel=1e-6)
+    check = verify_cim(inst, placed.schedule, claimed_makespan=placed.result.objective)
+    assert check.ok, check.violations
+    assert placed.verification is not None and placed.verification.ok
+
+
+# --- closed forms (real HiGHS) --------------------------------------------------------
+
+
+@pytest.mark.solver
+def test_chain_solution_matches_oracle():
+    inst = chain(5, budget=2)
+    placed = solve_cim(inst, rel_gap=0.0)
+    assert placed.result.objective == pytest.approx(brute_force_makespan(inst)[0], rel=1e-6)
+    assert placed.crossbars_used <= 2
+
+
+@pytest.mark.solver
+def test_budget_zero_puts_everything_on_host():
+    rng = random.Random(7)
+    inst = random_instance(rng, 7, edge_prob=0.3, unsupported_prob=0.0)
+    inst = dataclasses.replace(inst, crossbar_budget=0)
+    placed = solve_cim(inst, rel_gap=0.0)
+    assert placed.schedule is not None and all(placed.schedule.on_host.values())
+    assert placed.schedule.makespan == pytest.approx(inst.cpu_only_latency, rel=1e-6)
+    assert placed.speedup == pytest.approx(1.0, rel=1e-6)
+    assert placed.crossbars_used == 0
+
+
+@pytest.mark.solver
+def test_free_accelerator_leaves_only_host_forced_work():
+    # Zero-cost CIM and transfers, unlimited budget: the makespan is the host-only operators'
+    # serial time, below CPU-only.
+    rng = random.Random(11)
+    base = random_instance(rng, 8, edge_prob=0.3, unsupported_prob=0.4)
+    ops = [dataclasses.replace(op, t_acc=0.0) if op.supported else op for op in base.operators]
+    edges = [dataclasses.replace(e, t_transfer=0.0) for e in base.edges]
+    inst = CimInstance.build(ops, edges, sum(op.crossbars for op in ops))
+    forced = math.fsum(op.t_host for op in ops if not op.supported)
+    assert any(op.supported for op in ops) and forced > 0
+    placed = solve_cim(inst, rel_gap=0.0)
+    assert placed.result.objective == pytest.approx(forced, rel=1e-6)
+    assert placed.result.objective < inst.cpu_only_latency
+
+
+@pytest.mark.solver
+def test_two_independent_host_only_operators_run_serially():
+    inst = CimInstance.build([CimOperator("a", 2 * MS), CimOperator("b", 3 * MS)], [], 10)
+    placed = solve_cim(inst, rel_gap=0.0)
+    assert placed.result.objective == pytest.approx(5 * MS, rel=1e-9)
+    assert placed.speedup == pytest.approx(1.0)
+
+
+@pytest.mark.solver
+def test_offloading_one_of_two_parallel_operators_wins():
+    # Both fit alone, not together: one runs on CIM beside the other on the host.
+    inst = CimInstance.build(
+        [CimOperator("a", 1 * MS, 1 * MS, 4), CimOperator("b", 1 * MS, 1 * MS, 4)], [], 5
+    )
+    placed = solve_cim(inst, rel_gap=0.0)
+    assert placed.result.objective == pytest.approx(1 * MS, rel=1e-9)
+    assert placed.schedule is not None
+    assert sorted(placed.schedule.on_host.values()) == [False, True]
+    assert placed.crossbars_used == 4
+    assert placed.speedup == pytest.approx(2.0)
+
+
+@pytest.mark.solver
+def test_expensive_transfer_keeps_operator_on_host():
+    # v is faster on CIM (0.9 ms vs 1 ms) but the round trip costs 0.5 ms each way.
+    inst = CimInstance.build(
+        [CimOperator("u", MS), CimOperator("v", MS, 0.9 * MS, 1), CimOperator("w", MS)],
+        [CimEdge("u", "v", 0.5 * MS), CimEdge("v", "w", 0.5 * MS)],
+        10,
+    )
+    placed = solve_cim(inst, rel_gap=0.0)
+    assert placed.schedule is not None and all(placed.schedule.on_host.values())
+    assert placed.result.objective == pytest.approx(3 * MS, rel=1e-9)
+
+
+@pytest.mark.solver
+def test_placement_json_is_serializable():
+    placed = solve_cim(fork(), rel_gap=0.0)
+    doc = json.loads(json.dumps(placed.to_json()))
+    assert doc["result"]["status"] == "optimal"
+    assert doc["makespan"] == pytest.approx(placed.schedule.makespan)
+    assert doc["verification"]["ok"] is True
+    assert doc["instance"]["parallel_pairs"] == 1
+
+
+@pytest.mark.solver
+def test_changing_thread_count_between_solves():
+    # HiGHS keeps one process-wide scheduler; solve_model must reset it for a new count.
+    for threads in (1, 2, None, 1):
+        assert solve_cim(fork(), threads=threads).result.status == SolveStatus.OPTIMAL
+
+
+@pytest.mark.solver
+def test_time_limit_incumbent_with_slack_makespan_is_tightened(monkeypatch):
+    real = cim_mod.solve_model
+
+    def slack_time_limit(model, **kw):
+        res = real(model, **kw)
+        model.makespan.set_value(model.makespan.value * 1.5)  # an incumbent with T > max f
+        return dataclasses.replace(res, status=SolveStatus.TIME_LIMIT,
+                                   objective=res.objective * 1.5, gap=0.4)
+
+    monkeypatch.setattr(cim_mod, "solve_model", slack_time_limit)
+    placed = solve_cim(fork(), rel_gap=0.0)
+    assert placed.result.status == SolveStatus.TIME_LIMIT
+    assert placed.schedule is not None
+    assert placed.result.objective == pytest.approx(placed.schedule.makespan)
+    assert "lowered" in placed.result.message
+    assert placed.verification is not None and placed.verification.ok
+
+
+@pytest.mark.solver
+def test_infeasible_user_model_reports_infeasible():
+    m = build_cim_model(fork())
+    m.impossible = pyo.Constraint(expr=m.makespan <= 0.5 * pyo.value(m.t_host["a"]))
+    m.host["a"].fix(1)
+    res = solve_model(m)
+    assert res.status == SolveStatus.INFEASIBLE
+    assert res.objective is None and "Infeasible" in res.message
+
+
+@pytest.mark.slow
+def test_larger_instance_under_time_limit_is_verified():
+    # 40 operators, 546 parallel pairs: the faithful model does not close in seconds; HiGHS
+    # found no incumbent within 2 s here and a worse-than-CPU-only one after 10 s.
+    inst = random_instance(random.Random(5), 40, edge_prob=0.08)
+    placed = solve_cim(inst, time_limit=5.0)
+    res = placed.result
+    assert res.status != SolveStatus.OPTIMAL or res.gap is not None
+    assert res.solve_seconds < 5.0 + 3.0
+    if res.status.has_solution:
+        assert placed.verification is not None and placed.verification.ok
+        assert res.gap is not None and res.best_bound is not None
+        assert res.best_bound <= res.objective * (1 + 1e-9)
+    else:
+        assert res.status == SolveStatus.TIME_LIMIT_NO_SOLUTION and placed.schedule is None
+
+
+# --- status mapping and error paths (fake solver, no HiGHS) ---------------------------
+
+
+class FakeSolver:
+    def __init__(self, term, sol, incumbent=None, bound=None, exc=None):
+        self.term, self.sol, self.incumbent, self.bound, self.exc = term, sol, incumbent, bound, exc
+        self.loaded = False
+
+    def solve(self, model, **kw):
+        if self.exc is not None:
+            raise self.exc
+
+        def load_vars():
+            self.loaded = True
+
+        return SimpleNamespace(
+            termination_condition=self.term,
+            solution_status=self.sol,
+            incumbent_objective=self.incumbent,
+            objective_bound=self.bound,
+            timing_info=SimpleNamespace(wall_time=0.25),
+            solution_loader=SimpleNamespace(load_vars=load_vars),
+        )
+
+
+def fake_solve(monkeypatch, **kw) -> tuple[SolveResult, FakeSolver]:
+    fake = FakeSolver(**kw)
+    monkeypatch.setattr(highs_mod, "highs_solver", lambda: fake)
+    return solve_model(build_cim_model(fork()), build_seconds=0.5), fake
+
+
+def test_status_time_limit_with_incumbent(monkeypatch):
+    res, fake = fake_solve(monkeypatch, term=TerminationCondition.maxTimeLimit,
+                           sol=SolutionStatus.feasible, incumbent=100.0, bound=80.0)
+    assert res.status == SolveStatus.TIME_LIMIT and fake.loaded
+    assert (res.objective, res.best_bound, res.gap) == (100.0, 80.0, pytest.approx(0.2))
+    assert res.solve_seconds == 0.25 and res.build_seconds == 0.5
+    assert res.size == ModelSize(12, 5, 14)
+
+
+def test_status_time_limit_without_incumbent(monkeypatch):
+    res, fake = fake_solve(monkeypatch, term=TerminationCondition.maxTimeLimit,
+                           sol=SolutionStatus.noSolution, bound=80.0)
+    assert res.status == SolveStatus.TIME_LIMIT_NO_SOLUTION and not fake.loaded
+    assert res.objective is None and res.gap is None
+
+
+@pytest.mark.parametrize(
+    ("term", "sol", "status"),
+    [
+        (TerminationCondition.provenInfeasible, SolutionStatus.noSolution, SolveStatus.INFEASIBLE),
+        (TerminationCondition.infeasibleOrUnbounded, SolutionStatus.noSolution,
+         SolveStatus.ERROR),
+        (TerminationCondition.convergenceCriteriaSatisfied, SolutionStatus.noSolution,
+         SolveStatus.ERROR),
+        (TerminationCondition.iterationLimit, SolutionStatus.feasible, SolveStatus.ERROR),
+        (TerminationCondition.error, SolutionStatus.noSolution, SolveStatus.ERROR),
+    ],
+)
+def test_status_never_upgraded(monkeypatch, term, sol, status):
+    res, _ = fake_solve(monkeypatch, term=term, sol=sol, incumbent=1.0, bound=0.5)
+    assert res.status == status
+    if status == SolveStatus.ERROR:
+        assert term.name in res.message
+
+
+def test_solver_exception_becomes_error(monkeypatch):
+    res, _ = fake_solve(monkeypatch, term=None, sol=None, exc=RuntimeError("boom"))
+    assert res.status == SolveStatus.ERROR and "boom" in res.message
+
+
+def test_highs_unavailable(monkeypatch):
+    import pyomo.contrib.solver.common.factory as factory
+
+    monkeypatch.setattr(factory, "SolverFactory",
+                        lambda name: SimpleNamespace(available=lambda: False))
+    with pytest.raises(PlacementError, match=r"HiGHS is not available: pip install highspy"):
+        solve_model(build_cim_model(fork()))
+
+
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [({"time_limit": -1.0}, "time limit"), ({"rel_gap": -0.1}, "relative gap"),
+     ({"threads": 0}, "threads")],
+)
+def test_bad_solver_arguments(kw, needle):
+    with pytest.raises(PlacementError, match=needle):
+        solve_model(build_cim_model(fork()), **kw)
+
+
+def canned(status: SolveStatus, message: str = "", objective=None) -> SolveResult:
+    return SolveResult(status, "highs", objective, None, None, 0.0, 0.0, ModelSize(0, 0, 0),
+                       message)
+
+
+def test_solve_cim_raises_on_infeasible_and_error(monkeypatch):
+    monkeypatch.setattr(cim_mod, "solve_model",
+                        lambda m, **kw: canned(SolveStatus.INFEASIBLE, "HiGHS: Infeasible"))
+    with pytest.raises(PlacementError, match="infeasible.*always feasible"):
+        solve_cim(fork())
+    monkeypatch.setattr(cim_mod, "solve_model",
+                        lambda m, **kw: canned(SolveStatus.ERROR, "HiGHS: Solve error"))
+    with pytest.raises(PlacementError, match="could not be solved: HiGHS: Solve error"):
+        solve_cim(fork())
+
+
+def test_solve_cim_without_solution_returns_no_schedule(monkeypatch):
+    monkeypatch.setattr(cim_mod, "solve_model",
+                        lambda m, **kw: canned(SolveStatus.TIME_LIMIT_NO_SOLUTION, "limit"))
+    placed = solve_cim(fork(), time_limit=1.0)
+    assert placed.schedule is None and placed.verification is None
+    assert placed.speedup is None and placed.crossbars_used == 0
+    assert json.loads(json.dumps(placed.to_json()))["schedule"] is None
+
+
+def test_solve_cim_rejects_a_wrong_solution(monkeypatch):
+    # A solver claiming an impossible placement (HiGHS presolve bugs exist) must not pass.
+    inst = fork()
+
+    def wrong_optimal(model, **kw):
+        for v in model.V:
+            model.host[v].set_value(0 if v != "c" else 1)
+            model.start[v].set_value(0.0)
+            model.finish[v].set_value(0.0)
+        model.makespan.set_value(0.0)
+        return canned(SolveStatus.OPTIMAL, objective=0.0)
+
+    monkeypatch.setattr(cim_mod, "solve_model", wrong_optimal)
+    with pytest.raises(PlacementError, match=r"^verification failed: .*\(\+\d+ more\)"):
+        solve_cim(inst)
