@@ -1,0 +1,588 @@
+"""Host profiling with ONNX Runtime: attribution of fused kernels, profile files, errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from placement.errors import PlacementError
+from placement.onnx_io import file_sha256
+from placement.onnx_names import node_names
+from placement.profiling import onnxruntime as ort_profiling
+from placement.profiling.onnxruntime import attribute, plain_inference_seconds, profile_model
+from placement.profiling.profile_file import HostProfile
+
+FAST = {"runs": 3, "warmup": 1}
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+_RNG = np.random.default_rng(0)
+
+
+# --------------------------------------------------------------------------- models
+
+
+def _init(name: str, shape: list[int], scale: float = 0.1) -> onnx.TensorProto:
+    return numpy_helper.from_array((_RNG.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def _save(tmp: Path, name: str, nodes, inputs, outputs, inits, opset: int = 17) -> Path:
+    graph = helper.make_graph(nodes, name, inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = tmp / f"{name}.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def _residual_nodes(c: int) -> tuple[list, list]:
+    """conv-relu, conv-BN-relu, conv + residual add + relu, unnamed conv, concat, head."""
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w0", "b0"], ["c0"], name="conv0", pads=[1, 1, 1, 1]),
+        n("Relu", ["c0"], ["r0"], name="relu0"),
+        n("Conv", ["r0", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        n("BatchNormalization", ["c1", "s", "bb", "mm", "vv"], ["bn1"], name="bn1"),
+        n("Relu", ["bn1"], ["r1"], name="relu1"),
+        n("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        n("Add", ["c2", "r0"], ["a"], name="add"),
+        n("Relu", ["a"], ["r2"], name="relu2"),
+        n("Conv", ["r2", "w3"], ["c3"], pads=[1, 1, 1, 1]),  # unnamed: "Conv_8"
+        n("Concat", ["c3", "r2"], ["cat"], name="concat", axis=1),
+        n("GlobalAveragePool", ["cat"], ["gap"], name="gap"),
+        n("Flatten", ["gap"], ["fl"], name="flatten"),
+        n("Gemm", ["fl", "wf", "bf"], ["y"], name="fc", transB=1),
+    ]
+    inits = [
+        _init("w0", [c, c, 3, 3]), _init("b0", [c]), _init("w1", [c, c, 3, 3]), _init("b1", [c]),
+        _init("w2", [c, c, 3, 3]), _init("b2", [c]), _init("w3", [c, c, 3, 3]),
+        _init("s", [c]), _init("bb", [c]), _init("mm", [c]),
+        numpy_helper.from_array(np.ones(c, np.float32), "vv"),
+        _init("wf", [10, 2 * c]), _init("bf", [10]),
+    ]  # fmt: skip
+    return nodes, inits
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("models")
+    c, hw = 8, 8
+    f32 = TensorProto.FLOAT
+    paths: dict[str, Path] = {}
+
+    nodes, inits = _residual_nodes(c)
+    paths["residual"] = _save(
+        tmp, "residual", nodes,
+        [helper.make_tensor_value_info("x", f32, [1, c, hw, hw])],
+        [helper.make_tensor_value_info("y", f32, [1, 10])], inits,
+    )  # fmt: skip
+
+    n = helper.make_node
+    paths["matmul"] = _save(
+        tmp, "matmul",
+        [
+            n("MatMul", ["x", "w1"], ["m1"], name="mm1"),
+            n("Add", ["m1", "b1"], ["a1"], name="bias1"),
+            n("Relu", ["a1"], ["r"], name="act"),
+            n("Gemm", ["r", "w2", "b2"], ["g"], name="gemm"),
+            n("MatMul", ["g", "w3"], ["y"], name="mm2"),
+        ],
+        [helper.make_tensor_value_info("x", f32, [4, 16])],
+        [helper.make_tensor_value_info("y", f32, [4, 8])],
+        [_init("w1", [16, 32]), _init("b1", [32]), _init("w2", [32, 16]), _init("b2", [16]),
+         _init("w3", [16, 8])],
+    )  # fmt: skip
+
+    # Removed nodes: a Constant, a foldable Mul, an Identity; duplicate and empty names.
+    paths["removed"] = _save(
+        tmp, "removed",
+        [
+            n("Constant", [], ["k"], name="const", value=numpy_helper.from_array(
+                np.array(2.0, np.float32))),
+            n("Mul", ["k", "half"], ["scale"], name="fold_me"),
+            n("Identity", ["x"], ["xi"], name="ident"),
+            n("Mul", ["xi", "scale"], ["m"], name="dup"),
+            n("Relu", ["m"], ["r"], name="dup"),
+            n("Sigmoid", ["r"], ["y"]),
+        ],
+        [helper.make_tensor_value_info("x", f32, [2, 16])],
+        [helper.make_tensor_value_info("y", f32, [2, 16])],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "half")],
+    )  # fmt: skip
+    return paths
+
+
+@pytest.fixture(scope="module")
+def int8_model(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    tmp = tmp_path_factory.mktemp("int8")
+    shape = [1, 8, 8, 8]
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self) -> None:
+            rng = np.random.default_rng(1)
+            self.data = iter([{"x": rng.random(shape, dtype=np.float32)} for _ in range(2)])
+
+        def get_next(self):
+            return next(self.data, None)
+
+    out = tmp / "residual_int8.onnx"
+    quantization.quantize_static(
+        str(models["residual"]), str(out), Reader(),
+        quant_format=quantization.QuantFormat.QOperator,
+        activation_type=quantization.QuantType.QUInt8,
+        weight_type=quantization.QuantType.QInt8,
+    )  # fmt: skip
+    return out
+
+
+def _names(path: Path) -> list[str]:
+    return node_names(onnx.load(str(path)).graph)
+
+
+def _check_profile(profile: HostProfile, path: Path) -> None:
+    """Every original node present; times conserved; kernel shares are complete."""
+    assert list(profile.latencies) == _names(path)
+    assert all(v >= 0 and math.isfinite(v) for v in profile.latencies.values())
+    assert math.isclose(sum(profile.latencies.values()), profile.kernel_total, rel_tol=1e-9)
+    assert profile.model_sha256 == file_sha256(path)
+    meta = profile.metadata
+    for key in (
+        "onnxruntime_version",
+        "optimization",
+        "intra_op_threads",
+        "runs",
+        "warmup",
+        "cpu",
+        "machine",
+        "python",
+        "date",
+        "kernel_seconds",
+        "attribution_rule",
+    ):
+        assert key in meta, key
+    assert len(meta["run_kernel_seconds"]) == meta["runs"]
+    for kernel, shares in meta["kernels"].items():
+        assert math.isclose(sum(shares.values()), 1.0, rel_tol=1e-9), kernel
+        assert set(shares) <= set(profile.latencies)
+
+
+def _kernels_of(profile: HostProfile, node: str) -> set[str]:
+    return {k for k, shares in profile.metadata["kernels"].items() if node in shares}
+
+
+# --------------------------------------------------------------------------- attribution
+
+
+@pytest.mark.parametrize("optimization", ["all", "extended", "basic", "disable"])
+@pytest.mark.parametrize("model", ["residual", "matmul", "removed"])
+def test_every_node_covered_and_time_conserved(models, model, optimization):
+    profile = profile_model(models[model], optimization=optimization, **FAST)
+    _check_profile(profile, models[model])
+    assert profile.metadata["optimization"] == optimization
+
+
+def test_single_run_sum_equals_that_runs_kernel_time(models):
+    # With one run the medians are that run's values: their sum must be its kernel total.
+    profile = profile_model(models["residual"], runs=1, warmup=1)
+    (total,) = profile.metadata["run_kernel_seconds"]
+    assert total > 0
+    assert math.isclose(sum(profile.latencies.values()), total, rel_tol=1e-9)
+    assert math.isclose(profile.metadata["median_run_kernel_seconds"], total, rel_tol=1e-12)
+
+
+def test_conv_relu_fusion_and_nchwc_layout_are_attributed(models):
+    profile = profile_model(models["residual"], optimization="all", **FAST)
+    lat, notes, kernels = profile.latencies, profile.notes, profile.metadata["kernels"]
+    # Relu fused into the first conv: shares its kernel (x86: '<tensor>_nchwc') and says so.
+    shared = _kernels_of(profile, "conv0") & _kernels_of(profile, "relu0")
+    assert shared and "relu0" not in kernels
+    assert lat["relu0"] > 0 and lat["conv0"] > lat["relu0"]
+    assert "fused into" in notes["relu0"] and "conv0" in notes["relu0"]
+    assert _kernels_of(profile, "bn1") == _kernels_of(profile, "conv1")
+    assert _kernels_of(profile, "relu1") == _kernels_of(profile, "conv1")
+    if "add" not in kernels:  # NCHWc fuses the residual Add + Relu into conv2 as a Sum input
+        assert _kernels_of(profile, "add") == _kernels_of(profile, "conv2")
+        assert _kernels_of(profile, "relu2") == _kernels_of(profile, "conv2")
+    # Layout kernels (ReorderInput -> consumer, ReorderOutput -> producer) land on a conv.
+    for kernel in (k for k in kernels if k.startswith(("ReorderInput", "ReorderOutput"))):
+        assert any(n.lower().startswith("conv") for n in kernels[kernel]), kernel
+    # The unnamed conv is keyed by node_names and found through its decorated kernel name.
+    assert lat["Conv_8"] > 0
+    assert all(lat[n] > 0 for n in ("conv0", "conv1", "conv2", "concat", "gap", "fc"))
+
+
+def test_extended_level_fusedconv_keeps_conv_name(models):
+    profile = profile_model(models["residual"], optimization="extended", **FAST)
+    assert _kernels_of(profile, "relu0") == {"conv0"}
+    assert "FusedConv 'conv0'" in profile.notes["relu0"]
+
+
+def test_matmul_add_fusion(models):
+    profile = profile_model(models["matmul"], optimization="all", **FAST)
+    fused = _kernels_of(profile, "bias1")
+    assert fused == _kernels_of(profile, "mm1")
+    assert any("MatMulAddFusion" in k for k in fused)
+    shares = profile.metadata["kernels"][next(iter(fused))]
+    # Work estimate: 4x16x32 MACs for the MatMul vs 4x32 elements for Add and Relu.
+    assert shares["mm1"] == pytest.approx(2048 / (2048 + 128 + 128))
+    assert "MatMulAddFusion" in profile.notes["bias1"]
+
+
+def test_int8_qoperator_model(int8_model):
+    profile = profile_model(int8_model, optimization="all", **FAST)
+    _check_profile(profile, int8_model)
+    names = set(profile.latencies)
+    kernels = profile.metadata["kernels"]
+    # NHWC QLinearConv kernels carry _token_N suffixes; each maps to its own conv.
+    tokens = [k for k in kernels if "_token_" in k and not k.startswith("Transpose")]
+    assert tokens
+    for kernel in tokens:
+        base = kernel.rsplit("_token_", 1)[0]
+        assert base in names and base in kernels[kernel], kernel
+    # Inserted NHWC layout Transposes are charged to the NHWC (QLinear) op they serve.
+    graph = onnx.load(str(int8_model)).graph
+    op_of = dict(zip(node_names(graph), (n.op_type for n in graph.node), strict=True))
+    transposes = [k for k in kernels if k.startswith("Transpose")]
+    assert transposes
+    for kernel in transposes:
+        assert [op_of[n][:7] for n in kernels[kernel]] == ["QLinear"], kernel
+    convs = [n for n in names if "conv" in n.lower() and "concat" not in n.lower()]
+    assert all(profile.latencies[n] > 0 for n in convs)
+
+
+def test_disabled_optimization_maps_one_to_one(models, int8_model):
+    for path in (models["residual"], models["matmul"], int8_model):
+        profile = profile_model(path, optimization="disable", **FAST)
+        names = _names(path)
+        assert profile.metadata["kernels"] == {n: {n: 1.0} for n in names}
+        assert profile.notes == {}
+
+
+def test_removed_nodes_get_zero_and_a_reason(models):
+    profile = profile_model(models["removed"], optimization="all", **FAST)
+    lat, notes = profile.latencies, profile.notes
+    # node_names: duplicates and the unnamed node become <OpType>_<index>.
+    assert list(lat) == ["const", "fold_me", "ident", "Mul_3", "Relu_4", "Sigmoid_5"]
+    assert lat["const"] == 0.0 and "Constant" in notes["const"]
+    assert lat["fold_me"] == 0.0 and "constant folding" in notes["fold_me"]
+    assert lat["ident"] == 0.0 and "Identity elimination" in notes["ident"]
+    assert lat["Mul_3"] > 0 and lat["Sigmoid_5"] > 0
+
+
+def test_progress_called_once_per_measured_run(models):
+    calls: list[tuple[int, int]] = []
+    profile_model(models["matmul"], runs=4, warmup=2, progress=lambda i, n: calls.append((i, n)))
+    assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def test_deterministic_attribution(models):
+    # ORT numbers inserted kernels (ReorderOutput_token_N) differently from session to
+    # session, so compare what each original node receives, not kernel names.
+    def received(profile: HostProfile) -> dict[str, list[float]]:
+        kernels = profile.metadata["kernels"].values()
+        return {n: sorted(s[n] for s in kernels if n in s) for n in profile.latencies}
+
+    a = profile_model(models["residual"], **FAST)
+    b = profile_model(models["residual"], **FAST)
+    assert received(a) == received(b)
+    assert a.notes.keys() == b.notes.keys()
+
+
+def test_plain_inference_seconds(models):
+    seconds = plain_inference_seconds(
+        models["residual"], runs=3, warmup=1, intra_op_threads=1, optimization="all"
+    )
+    assert len(seconds) == 3 and all(s > 0 for s in seconds)
+
+
+def _graph(nodes, inputs, outputs, inits=()) -> onnx.GraphProto:
+    f32 = TensorProto.FLOAT
+    return helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(i, f32, None) for i in inputs],
+        [helper.make_tensor_value_info(o, f32, None) for o in outputs],
+        list(inits),
+    )  # fmt: skip
+
+
+def test_split_weights_are_macs_and_elements():
+    n = helper.make_node
+    original = _graph(
+        [n("Conv", ["x", "w"], ["c"], name="conv"), n("Relu", ["c"], ["y"], name="relu")],
+        ["x"], ["y"], [_init("w", [4, 2, 3, 3])],
+    )  # fmt: skip
+    optimized = _graph(
+        [n("FusedConv", ["x", "w"], ["y"], name="conv", domain="com.microsoft")], ["x"], ["y"]
+    )
+    shapes = {"x": [1, 2, 5, 5], "c": [1, 4, 5, 5], "y": [1, 4, 5, 5], "w": [4, 2, 3, 3]}
+    result = attribute(original, optimized, shapes)
+    macs, elements = 100 * 18, 100
+    assert result.kernels["conv"] == {
+        "conv": pytest.approx(macs / (macs + elements)),
+        "relu": pytest.approx(elements / (macs + elements)),
+    }
+
+
+def test_unrelatable_kernels_fall_back_to_nearest_with_note():
+    n = helper.make_node
+    original = _graph(
+        [n("Relu", ["x"], ["a"], name="first"), n("Sigmoid", ["a"], ["y"], name="second")],
+        ["x"], ["y"],
+    )  # fmt: skip
+    # "Mystery" shares no tensor or name with the original graph.
+    optimized = _graph(
+        [
+            n("Relu", ["x"], ["a"], name="first"),
+            n("Mystery", [], ["z"], name="mystery"),
+            n("Sigmoid", ["a"], ["y"], name="second"),
+        ],
+        ["x"], ["y"],
+    )  # fmt: skip
+    attribution = attribute(original, optimized, {})
+    assert attribution.kernels["mystery"] == {"first": 1.0}  # nearest, earlier on ties
+    assert "mystery" in attribution.notes["first"]
+
+    # A profiled name missing from the saved graph: charged like its neighbour in run order.
+    def event(name: str, ts: int, dur: int) -> dict:
+        return {"cat": "Node", "name": f"{name}_kernel_time", "ts": ts, "dur": dur, "args": {}}
+
+    runs = [[event("first", 10, 4), event("ghost", 15, 2), event("second", 20, 3)]]
+    charge = ort_profiling._event_shares(attribution, runs)
+    assert charge["ghost"] == {"first": 1.0}
+    per_run, totals = ort_profiling._per_node_times(["first", "second"], charge, runs)
+    assert totals == [pytest.approx(9e-6)]
+    assert per_run[0] == {"first": pytest.approx(6e-6), "second": pytest.approx(3e-6)}
+
+
+def test_warmup_runs_are_dropped():
+    def session(ts: int, dur: int) -> dict:
+        return {"cat": "Session", "name": "model_run", "ts": ts, "dur": dur}
+
+    def node(ts: int) -> dict:
+        return {"cat": "Node", "name": "k_kernel_time", "ts": ts, "dur": 1}
+
+    events = [session(0, 50), node(5), node(6), session(100, 50), node(105), session(200, 50)]
+    events += [node(210), node(211), node(212)]
+    measured = ort_profiling._split_runs(events, warmup=1, runs=2, path=Path("m.onnx"))
+    assert [len(run) for run in measured] == [1, 3]
+    with pytest.raises(PlacementError, match="3 runs, expected 4"):
+        ort_profiling._split_runs(events, warmup=2, runs=2, path=Path("m.onnx"))
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def _one_line(exc: pytest.ExceptionInfo) -> str:
+    text = str(exc.value)
+    assert "\n" not in text and text
+    return text
+
+
+def test_missing_and_corrupt_model(tmp_path):
+    with pytest.raises(PlacementError, match="no such file") as exc:
+        profile_model(tmp_path / "nope.onnx")
+    _one_line(exc)
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x00garbage\xff" * 10)
+    with pytest.raises(PlacementError, match="bad.onnx") as exc:
+        profile_model(bad)
+    _one_line(exc)
+
+
+def test_unsupported_operator_reports_ort_message(tmp_path):
+    f32 = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("NoSuchOp", ["x"], ["y"], name="weird")], "g",
+        [helper.make_tensor_value_info("x", f32, [2])],
+        [helper.make_tensor_value_info("y", f32, [2])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "unsupported.onnx"
+    onnx.save(model, path)
+    with pytest.raises(PlacementError, match="ONNX Runtime cannot load") as exc:
+        profile_model(path, **FAST)
+    assert "NoSuchOp" in _one_line(exc)
+
+
+def test_too_new_ir_version_is_explained(tmp_path):
+    # onnx 1.23 writes IR version 14 by default; onnxruntime 1.31 reads up to 13.
+    f32 = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
+        [helper.make_tensor_value_info("x", f32, [2])],
+        [helper.make_tensor_value_info("y", f32, [2])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 14
+    path = tmp_path / "new_ir.onnx"
+    onnx.save(model, path)
+    with pytest.raises(PlacementError, match="IR version: 14") as exc:
+        profile_model(path, **FAST)
+    assert ".cc:" not in _one_line(exc)
+
+
+def test_dynamic_input_is_rejected_by_name(tmp_path):
+    f32 = TensorProto.FLOAT
+    path = _save(
+        tmp_path, "dynamic", [helper.make_node("Relu", ["tokens"], ["y"], name="r")],
+        [helper.make_tensor_value_info("tokens", f32, ["batch", 4])],
+        [helper.make_tensor_value_info("y", f32, ["batch", 4])], [],
+    )  # fmt: skip
+    with pytest.raises(PlacementError, match="'tokens'.*dynamic") as exc:
+        profile_model(path, **FAST)
+    _one_line(exc)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"optimization": "max"}, "unknown optimization level 'max'"),
+        ({"runs": 0}, "runs must be an integer >= 1"),
+        ({"warmup": -1}, "warmup must be an integer >= 0"),
+        ({"intra_op_threads": 0}, "intra-op threads must be an integer >= 1"),
+        ({"runs": 2.5}, "runs must be an integer"),
+        ({"seed": -1}, "seed must be an integer >= 0"),
+    ],
+)
+def test_bad_options(models, kwargs, message):
+    with pytest.raises(PlacementError, match=message) as exc:
+        profile_model(models["matmul"], **kwargs)
+    _one_line(exc)
+    with pytest.raises(PlacementError, match=message):
+        plain_inference_seconds(models["matmul"], **kwargs)
+
+
+def test_uint8_input_model(int8_model, tmp_path):
+    # A graph whose input is already uint8 (quantized upstream) gets uint8 random data.
+    model = onnx.load(str(int8_model))
+    graph = model.graph
+    quantize = next(node for node in graph.node if node.op_type == "QuantizeLinear")
+    graph.node.remove(quantize)
+    del graph.input[:]
+    graph.input.append(
+        helper.make_tensor_value_info(quantize.output[0], TensorProto.UINT8, [1, 8, 8, 8])
+    )
+    path = tmp_path / "u8_input.onnx"
+    onnx.save(model, path)
+    profile = profile_model(path, **FAST)
+    _check_profile(profile, path)
+
+
+# --------------------------------------------------------------------------- profile files
+
+
+def _profile(sha: str = "a" * 64) -> HostProfile:
+    return HostProfile(
+        latencies={"conv": 1.5e-4, "relu": 0.0},
+        model_sha256=sha,
+        model_path="models/net.onnx",
+        metadata={"onnxruntime_version": "1.31.1", "runs": 3},
+        kernel_total=1.5e-4,
+        notes={"relu": "fused into FusedConv 'conv'"},
+    )
+
+
+def test_profile_round_trip(tmp_path):
+    profile = _profile()
+    path = tmp_path / "net.profile.json"
+    profile.save(path)
+    loaded = HostProfile.load(path)
+    assert loaded == profile
+    assert loaded.source == str(path)
+    assert list(loaded.latencies) == ["conv", "relu"]  # order kept
+    assert os.listdir(tmp_path) == ["net.profile.json"]  # no temp file left behind
+    profile.save(path)  # overwrite in place
+    assert HostProfile.load(path) == profile
+
+
+def test_measured_profile_round_trip(models, tmp_path):
+    profile = profile_model(models["residual"], **FAST)
+    path = tmp_path / "p.json"
+    profile.save(path)
+    assert HostProfile.load(path) == profile
+
+
+def test_profile_hash_mismatch_message(tmp_path):
+    path = tmp_path / "net.profile.json"
+    _profile().save(path)
+    loaded = HostProfile.load(path)
+    loaded.check_matches("a" * 64, "models/net.onnx")  # same model: fine
+    with pytest.raises(PlacementError) as exc:
+        loaded.check_matches("b" * 64, "other.onnx")
+    text = _one_line(exc)
+    assert str(path) in text and "models/net.onnx" in text and "other.onnx" in text
+    assert "re-run `placement profile other.onnx -o other.profile.json`" in text
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not a JSON profile file"),
+        ("[]", "expected a JSON object"),
+        ('{"format": "something-else"}', "'format' is not"),
+        ('{"format": "placement-host-profile", "version": 99}', "version 99 is not supported"),
+        ('{"format": "placement-host-profile", "version": 1}', "missing key 'model_path'"),
+    ],
+)
+def test_corrupt_profile_files(tmp_path, content, message):
+    path = tmp_path / "p.json"
+    path.write_text(content)
+    with pytest.raises(PlacementError, match=message) as exc:
+        HostProfile.load(path)
+    assert str(path) in _one_line(exc)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("latencies", {"conv": -1.0}, "latency of node 'conv'"),
+        ("latencies", {"conv": "fast"}, "latency of node 'conv'"),
+        ("latencies", {}, "'latencies' must be"),
+        ("model_sha256", "xyz", "'model_sha256'"),
+        ("kernel_total", None, "'kernel_total'"),
+        ("notes", {"conv": 3}, "'notes'"),
+        ("metadata", [], "'metadata'"),
+    ],
+)
+def test_profile_schema_errors(tmp_path, key, value, message):
+    data = _profile().to_json()
+    data[key] = value
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(PlacementError, match=message) as exc:
+        HostProfile.load(path)
+    _one_line(exc)
+
+
+def test_profile_nan_and_missing_file(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(_profile().to_json()).replace("0.00015", "NaN", 1))
+    with pytest.raises(PlacementError, match="not a JSON profile file"):
+        HostProfile.load(path)
+    with pytest.raises(PlacementError, match="no such profile file"):
+        HostProfile.load(tmp_path / "missing.json")
+    with pytest.raises(PlacementError, match="is a directory"):
+        HostProfile.load(tmp_path)
+    with pytest.raises(PlacementError, match="cannot write profile"):
+        _profile().save(tmp_path / "no" / "such" / "dir.json")
+
+
+# --------------------------------------------------------------------------- examples
+
+
+@pytest.mark.parametrize("name", ["resnet_tiny.onnx", "resnet_tiny_int8.onnx"])
+def test_examples(name):
+    path = EXAMPLES / name
+    if not path.exists():
+        pytest.skip(f"{path} not generated yet")
+    profile = profile_model(path, runs=2, warmup=1)
+    _check_profile(profile, path)
+    assert profile.kernel_total > 0
