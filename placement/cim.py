@@ -69,13 +69,21 @@ class CimPlacement:
 def solve_cim(
     instance: CimInstance,
     *,
+    model: pyo.ConcreteModel | None = None,
     time_limit: float | None = None,
     rel_gap: float = 1e-4,
     threads: int | None = None,
 ) -> CimPlacement:
-    """Optimal (or, with a time limit, best found) placement of ``instance``, verified."""
+    """Optimal (or, with a time limit, best found) placement of ``instance``, verified.
+
+    ``model`` is a model from ``build_cim_model(instance)`` that the caller may
+    have extended with constraints of their own; by default one is built here.
+    The verifier still checks the paper's constraints only, so a user's extra
+    constraints can only make the reported placement more restricted, never wrong.
+    """
     tick = time.perf_counter()
-    model = build_cim_model(instance)
+    if model is None:
+        model = build_cim_model(instance)
     build_seconds = time.perf_counter() - tick
     raw = solve_model(
         model, time_limit=time_limit, rel_gap=rel_gap, threads=threads, build_seconds=build_seconds

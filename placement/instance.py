@@ -85,7 +85,9 @@ class CimInstance:
         for e in self.edges:
             for end in (e.src, e.dst):
                 if end not in known:
-                    raise PlacementError(f"edge {e.src!r} -> {e.dst!r} names unknown operator {end!r}")
+                    raise PlacementError(
+                        f"edge {e.src!r} -> {e.dst!r} names unknown operator {end!r}"
+                    )
             if e.src == e.dst:
                 raise PlacementError(f"edge {e.src!r} -> {e.dst!r} is a self-loop")
             if (e.src, e.dst) in seen_edges:
@@ -139,4 +141,6 @@ class CimInstance:
 
 def _check_time(value: float, what: str) -> None:
     if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise PlacementError(f"{what} must be a finite non-negative number of seconds, got {value!r}")
+        raise PlacementError(
+            f"{what} must be a finite non-negative number of seconds, got {value!r}"
+        )

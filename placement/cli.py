@@ -1,0 +1,249 @@
+"""The ``placement`` command.
+
+Every failure the user can cause prints one line ``placement: error: ...`` on
+stderr and exits 1 (2 for command-line usage errors); nothing is written to an
+output file unless the whole command succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+from placement.errors import PlacementError
+
+OPT_LEVELS = ("disable", "basic", "extended", "all")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except PlacementError as exc:
+        print(f"placement: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("placement: interrupted", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="placement",
+        description="Optimal placement of ONNX operators on a host CPU + compute-in-memory"
+        " accelerator.",
+    )
+    parser.add_argument("--version", action="version", version=f"placement {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    solve = sub.add_parser(
+        "solve",
+        help="profile (or load a profile), build the placement ILP, solve, verify, report",
+        description="Find the latency-optimal CPU/CIM placement of an ONNX model's operators "
+        "(CIM paper Eqs. 1-14), verify it independently and report the speed-up over CPU-only.",
+    )
+    solve.add_argument("model", help="ONNX file with static shapes")
+    solve.add_argument(
+        "--target", choices=["cim"], default="cim", help="accelerator kind (default: cim)"
+    )
+    hw = solve.add_argument_group("hardware (default: the preset matching the profiled host)")
+    hw.add_argument("--hardware", metavar="PRESET|FILE", help="preset name or TOML file")
+    hw.add_argument("--crossbars", type=int, help="crossbar budget C")
+    hw.add_argument("--t-mvm-ns", type=float, help="latency of one MVM, ns")
+    hw.add_argument("--bus-gbps", type=float, help="CPU-CIM shared bus bandwidth, GB/s")
+    hw.add_argument("--internal-gbps", type=float, help="CIM internal bandwidth, GB/s")
+    hw.add_argument("--elem-bytes", type=int, help="bytes per element moved (int8: 1)")
+    hw.add_argument("--crossbar-size", type=int, metavar="N", help="square crossbars of NxN cells")
+    prof = solve.add_argument_group("host latencies")
+    prof.add_argument("--profile", metavar="FILE", help="use a saved profile instead of measuring")
+    _profiling_options(prof)
+    sol = solve.add_argument_group("solver (HiGHS)")
+    sol.add_argument("--time-limit", type=float, default=600.0, help="seconds (default 600)")
+    sol.add_argument("--gap", type=float, default=1e-4, help="relative MIP gap (default 1e-4)")
+    sol.add_argument("--solver-threads", type=int, default=None, help="HiGHS threads")
+    out = solve.add_argument_group("output")
+    out.add_argument("--json", metavar="FILE", help="write the full placement and schedule")
+    out.add_argument("--details", action="store_true", help="print the per-operator schedule")
+    out.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    solve.set_defaults(handler=_cmd_solve)
+
+    profile = sub.add_parser(
+        "profile",
+        help="measure per-operator host latencies with ONNX Runtime and save them",
+        description="Profile every operator of an ONNX model with ONNX Runtime on this machine "
+        "(median of N runs after warm-up) and save a profile reusable with 'solve --profile'.",
+    )
+    profile.add_argument("model", help="ONNX file with static shapes")
+    profile.add_argument("-o", "--output", required=True, metavar="FILE", help="profile JSON")
+    _profiling_options(profile)
+    profile.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    profile.set_defaults(handler=_cmd_profile)
+
+    presets = sub.add_parser("presets", help="list the hardware presets")
+    presets.set_defaults(handler=_cmd_presets)
+    return parser
+
+
+def _profiling_options(group: argparse._ActionsContainer) -> None:
+    group.add_argument("--runs", type=int, default=20, help="measured runs (default 20)")
+    group.add_argument("--warmup", type=int, default=5, help="warm-up runs (default 5)")
+    group.add_argument("--threads", type=int, default=1, help="ORT intra-op threads (default 1)")
+    group.add_argument(
+        "--optimization",
+        choices=OPT_LEVELS,
+        default="all",
+        help="ORT graph optimization level (default all)",
+    )
+
+
+def _cmd_presets(args: argparse.Namespace) -> int:
+    from placement.hardware import default_preset_for, load_hardware, preset_names
+
+    default = default_preset_for()
+    for name in preset_names():
+        hw = load_hardware(name)
+        mark = "  (default on this machine)" if name == default else ""
+        print(f"{name}{mark}\n    {hw.description}\n    {hw.describe()}")
+    return 0
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from placement.graph import load_graph
+
+    graph = load_graph(args.model)  # validates the model before spending time on it
+    profile = _measure(args, graph.path)
+    profile.save(args.output)
+    _info(args, f"saved profile of {len(profile.latencies)} nodes to {args.output}")
+    return 0
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    from placement.cim import solve_cim
+    from placement.cim_instance import cim_instance
+    from placement.graph import load_graph
+    from placement.profiling.profile_file import HostProfile
+    from placement.report import result_document, summary_lines, write_json_atomic
+
+    graph = load_graph(args.model)
+    n_cim = len(graph.cim_capable())
+    _info(
+        args,
+        f"model: {graph.path} ({len(graph.operators)} operators, {n_cim} CIM-capable,"
+        f" {len(graph.edges)} data edges)",
+    )
+    if args.profile:
+        profile = HostProfile.load(args.profile)
+        profile.check_matches(graph.sha256, graph.path)
+        source = f"loaded from {args.profile}"
+    else:
+        profile = _measure(args, graph.path)
+        source = "measured now"
+    meta = profile.metadata
+    _info(
+        args,
+        f"host profile: {source} ({meta.get('runs')} runs, {meta.get('intra_op_threads')}"
+        f" thread(s), ONNX Runtime {meta.get('onnxruntime_version')},"
+        f" optimization {meta.get('optimization')}, {meta.get('machine')})",
+    )
+    hw = _hardware(args, meta.get("machine"))
+    instance = cim_instance(graph, profile.latencies, hw.cim)
+    _info(args, f"parallel operator pairs: {len(instance.parallel_pairs)}; solving ...")
+    placement = solve_cim(
+        instance, time_limit=args.time_limit, rel_gap=args.gap, threads=args.solver_threads
+    )
+    for line in summary_lines(placement, graph, hw, args.details):
+        print(line)
+    if args.json:
+        write_json_atomic(args.json, result_document(placement, graph, hw, meta))
+        _info(args, f"wrote {args.json}")
+    return 0
+
+
+def _hardware(args: argparse.Namespace, profiled_machine: str | None):
+    from placement.hardware import default_preset_for, load_hardware, with_overrides
+
+    if args.hardware:
+        hw = load_hardware(args.hardware)
+        origin = "chosen"
+    else:
+        hw = load_hardware(default_preset_for(profiled_machine))
+        origin = f"default for a host profiled on {profiled_machine or platform.machine()}"
+    size = args.crossbar_size
+    hw = with_overrides(
+        hw,
+        crossbars=args.crossbars,
+        t_mvm_ns=args.t_mvm_ns,
+        bus_gbps=args.bus_gbps,
+        internal_gbps=args.internal_gbps,
+        elem_bytes=args.elem_bytes,
+        crossbar_rows=size,
+        crossbar_cols=size,
+    )
+    _info(args, f"hardware ({origin}): {hw.describe()}")
+    if profiled_machine and _arch_family(profiled_machine) != _arch_family(hw.host.arch):
+        print(
+            f"placement: warning: host latencies were measured on {profiled_machine}, but"
+            f" hardware '{hw.name}' describes a {hw.host.arch} host ({hw.host.name})",
+            file=sys.stderr,
+        )
+    return hw
+
+
+def _arch_family(arch: str) -> str:
+    arch = arch.lower()
+    return "arm" if arch.startswith(("arm", "aarch")) else "x86"
+
+
+def _measure(args: argparse.Namespace, model_path: str):
+    from placement.profiling.onnxruntime import profile_model
+
+    total = args.warmup + args.runs
+    started = time.perf_counter()
+
+    interactive = sys.stderr.isatty()
+
+    def progress(done: int, runs: int) -> None:
+        if args.quiet:
+            return
+        if interactive:  # one line, redrawn in place
+            end = "\n" if done == runs else ""
+            print(
+                f"\rprofiling with ONNX Runtime: run {done}/{runs}",
+                end=end,
+                file=sys.stderr,
+                flush=True,
+            )
+        elif done == runs or done % max(1, runs // 4) == 0:  # a few lines in logs
+            print(f"profiling with ONNX Runtime: run {done}/{runs}", file=sys.stderr, flush=True)
+
+    profile = profile_model(
+        model_path,
+        runs=args.runs,
+        warmup=args.warmup,
+        intra_op_threads=args.threads,
+        optimization=args.optimization,
+        progress=progress,
+    )
+    _info(args, f"profiled {total} runs in {time.perf_counter() - started:.1f} s")
+    return profile
+
+
+def _info(args: argparse.Namespace, text: str) -> None:
+    if not getattr(args, "quiet", False):
+        print(text, file=sys.stderr)
+
+
+def _version() -> str:
+    try:
+        return version("placement")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
