@@ -129,6 +129,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from placement.profiling.profile_file import HostProfile
     from placement.report import result_document, summary_lines, write_json_atomic
 
+    _check_solver_flags(args)
     graph = load_graph(args.model)
     n_cim = len(graph.cim_capable())
     _info(
@@ -173,6 +174,7 @@ def _hardware(args: argparse.Namespace, profiled_machine: str | None):
     else:
         hw = load_hardware(default_preset_for(profiled_machine))
         origin = f"default for a host profiled on {profiled_machine or platform.machine()}"
+    _check_override_flags(args)
     size = args.crossbar_size
     hw = with_overrides(
         hw,
@@ -188,10 +190,36 @@ def _hardware(args: argparse.Namespace, profiled_machine: str | None):
     if profiled_machine and _arch_family(profiled_machine) != _arch_family(hw.host.arch):
         print(
             f"placement: warning: host latencies were measured on {profiled_machine}, but"
-            f" hardware '{hw.name}' describes a {hw.host.arch} host ({hw.host.name})",
+            f" hardware '{hw.name}' describes another host: {hw.host.name}, {hw.host.arch}",
             file=sys.stderr,
         )
     return hw
+
+
+def _check_solver_flags(args: argparse.Namespace) -> None:
+    """Fail before spending time on profiling."""
+    if not args.time_limit > 0:
+        raise PlacementError(
+            f"--time-limit must be a positive number of seconds, got {args.time_limit}"
+        )
+    if not args.gap >= 0:
+        raise PlacementError(f"--gap must be a non-negative fraction, got {args.gap}")
+    if args.solver_threads is not None and args.solver_threads < 1:
+        raise PlacementError(f"--solver-threads must be at least 1, got {args.solver_threads}")
+
+
+def _check_override_flags(args: argparse.Namespace) -> None:
+    for flag in (
+        "crossbars",
+        "t_mvm_ns",
+        "bus_gbps",
+        "internal_gbps",
+        "elem_bytes",
+        "crossbar_size",
+    ):
+        value = getattr(args, flag)
+        if value is not None and not value > 0:  # also rejects NaN
+            raise PlacementError(f"--{flag.replace('_', '-')} must be positive, got {value}")
 
 
 def _arch_family(arch: str) -> str:

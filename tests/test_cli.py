@@ -1,0 +1,196 @@
+"""The `placement` command: the README flows, and one clear line for every bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from onnx import helper
+from onnx_builders import const, gemm_model, model, result, save, tensor
+
+from placement.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
+FP32 = ROOT / "examples" / "resnet_tiny.onnx"
+FAST = ["--runs", "3", "--warmup", "1", "-q"]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
+    assert code == 1
+    lines = [line for line in err.splitlines() if line.startswith("placement: error:")]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.mark.solver
+def test_solve_example_writes_verified_json(capsys, tmp_path):
+    out_file = tmp_path / "result.json"
+    code, out, _ = run(capsys, "solve", INT8, "--target", "cim", *FAST, "--json", out_file)
+    assert code == 0
+    assert "verification: passed" in out
+    assert "CPU-only latency" in out and "speed-up" in out
+    doc = json.loads(out_file.read_text())
+    assert doc["result"]["status"] == "optimal"
+    assert doc["verification"]["ok"] is True
+    assert doc["speedup"] == pytest.approx(doc["cpu_only"] / doc["makespan"])
+    assert doc["hardware"]["name"] in ("x86-ryzen", "arm-a72")
+    ops = doc["schedule"]["operators"]
+    assert len(ops) == doc["model"]["operators"] == doc["instance"]["operators"]
+
+
+@pytest.mark.solver
+def test_profile_then_solve_with_the_saved_profile(capsys, tmp_path):
+    profile = tmp_path / "m.profile.json"
+    code, _, err = run(capsys, "profile", FP32, "-o", profile, *FAST)
+    assert code == 0, err
+    saved = json.loads(profile.read_text())
+    out_file = tmp_path / "r.json"
+    code, out, err = run(
+        capsys,
+        "solve",
+        FP32,
+        "--profile",
+        profile,
+        "--hardware",
+        "arm-a72",
+        "--crossbars",
+        "25",
+        "--t-mvm-ns",
+        "1000",
+        "--json",
+        out_file,
+    )
+    assert code == 0, err
+    doc = json.loads(out_file.read_text())
+    assert doc["hardware"]["cim"]["crossbars"] == 25
+    assert doc["hardware"]["cim"]["t_mvm_ns"] == pytest.approx(1000)
+    assert doc["host_profile"]["date"] == saved["metadata"]["date"]  # reused, not re-measured
+    assert doc["crossbars_used"] <= 25
+    assert "warning: host latencies were measured on" in err  # x86 profile, ARM preset
+
+
+@pytest.mark.solver
+def test_details_lists_every_operator(capsys):
+    code, out, _ = run(capsys, "solve", INT8, *FAST, "--details")
+    assert code == 0
+    assert "stem_conv" in out and "b3_concat" in out
+
+
+def test_presets_listed(capsys):
+    code, out, _ = run(capsys, "presets")
+    assert code == 0
+    assert "arm-a72" in out and "x86-ryzen" in out
+
+
+def dynamic_model(tmp_path: Path) -> Path:
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    return save(model([node], [tensor("x", ["N", 4])], [result("y", 2)]), tmp_path)
+
+
+def empty_model(tmp_path: Path) -> Path:
+    node = helper.make_node("Identity", ["c"], ["y"], name="id")  # constant-only: folded away
+    return save(model([node], [], [result("y", 1)], [const("c", [1.0, 2.0])]), tmp_path)
+
+
+def unknown_domain_model(tmp_path: Path) -> Path:
+    node = helper.make_node("Frobnicate", ["x"], ["y"], name="frob", domain="com.example")
+    proto = model([node], [tensor("x", [1, 4])], [result("y", 2)], opsets={"com.example": 1})
+    return save(proto, tmp_path)
+
+
+def big_gemm_model(tmp_path: Path) -> Path:
+    return save(gemm_model([1, 512], [512, 512]), tmp_path)  # 2 x 2 = 4 crossbars
+
+
+@pytest.mark.parametrize(
+    ("make", "extra", "fragments"),
+    [
+        (lambda p: p / "missing.onnx", [], ["missing.onnx", "no such file"]),
+        (lambda p: _write(p / "junk.onnx", b"not a model"), [], ["not a readable ONNX model"]),
+        (dynamic_model, [], ["'x'", "dynamic", "fixed"]),
+        (empty_model, [], ["no operators"]),
+        (unknown_domain_model, [], ["com.example", "frob"]),
+        (big_gemm_model, ["--crossbars", "2"], ["fits no operator", "needs 4"]),
+        (lambda p: FP32, ["--crossbars", "0"], ["--crossbars must be positive"]),
+        (lambda p: FP32, ["--hardware", "nowhere"], ["neither a preset"]),
+        (lambda p: FP32, ["--time-limit", "-1"], ["--time-limit"]),
+        (
+            lambda p: FP32,
+            ["--profile", str(INT8.with_suffix(".nope.json"))],
+            ["no such profile file"],
+        ),
+    ],
+)
+def test_bad_input_gives_one_line_and_no_output_file(capsys, tmp_path, make, extra, fragments):
+    out_file = tmp_path / "out.json"
+    code, _, err = run(capsys, "solve", make(tmp_path), *FAST, *extra, "--json", out_file)
+    assert_one_line_error(code, err, *fragments)
+    assert not out_file.exists()
+
+
+def test_profile_of_another_model_is_rejected(capsys, tmp_path):
+    profile = tmp_path / "p.json"
+    assert run(capsys, "profile", FP32, "-o", profile, *FAST)[0] == 0
+    code, _, err = run(capsys, "solve", INT8, "--profile", profile, "-q")
+    assert_one_line_error(code, err, "measured on", "resnet_tiny.onnx", "re-run")
+
+
+def test_unreadable_profile(capsys, tmp_path):
+    profile = _write(tmp_path / "p.json", b"{ not json")
+    code, _, err = run(capsys, "solve", FP32, "--profile", profile, "-q")
+    assert_one_line_error(code, err, "p.json")
+
+
+def test_bad_hardware_file(capsys, tmp_path):
+    hw = tmp_path / "hw.toml"
+    hw.write_text('base = "x86-ryzen"\n[cim]\nbus_gbps = -1\n')
+    code, _, err = run(capsys, "solve", FP32, "--hardware", hw, *FAST)
+    assert_one_line_error(code, err, "hw.toml", "cim.bus_gbps", "positive")
+
+
+def test_profile_refuses_runs_zero_and_writes_nothing(capsys, tmp_path):
+    out = tmp_path / "p.json"
+    code, _, err = run(capsys, "profile", FP32, "-o", out, "--runs", "0", "-q")
+    assert_one_line_error(code, err, "runs")
+    assert not out.exists()
+
+
+def test_console_script_without_highs_says_so(tmp_path):
+    """A real interpreter in which `import highspy` fails: one line, exit 1, no traceback."""
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "highspy.py").write_text("raise ImportError('highspy blocked for this test')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(blocker), str(ROOT)]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "placement.cli", "solve", str(INT8), *FAST],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "HiGHS is not available" in proc.stderr
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def test_dynamic_shape_message_names_the_tensor_and_the_fix(capsys, tmp_path):
+    code, _, err = run(capsys, "solve", dynamic_model(tmp_path), *FAST)
+    assert_one_line_error(code, err, "'x'", "make_dynamic_shape_fixed")
