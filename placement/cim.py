@@ -11,7 +11,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 import pyomo.environ as pyo
 
@@ -73,6 +73,7 @@ def solve_cim(
     time_limit: float | None = None,
     rel_gap: float = 1e-4,
     threads: int | None = None,
+    tee: bool | list[TextIO] = False,  # True: stdout; or streams for HiGHS's log
 ) -> CimPlacement:
     """Optimal (or, with a time limit, best found) placement of ``instance``, verified.
 
@@ -86,7 +87,12 @@ def solve_cim(
         model = build_cim_model(instance)
     build_seconds = time.perf_counter() - tick
     raw = solve_model(
-        model, time_limit=time_limit, rel_gap=rel_gap, threads=threads, build_seconds=build_seconds
+        model,
+        time_limit=time_limit,
+        rel_gap=rel_gap,
+        threads=threads,
+        build_seconds=build_seconds,
+        tee=tee,
     )
     unit = pyo.value(model.time_unit)
     result = dataclasses.replace(

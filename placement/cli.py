@@ -15,8 +15,16 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 from placement.errors import PlacementError
+from placement.solvers.result import SolveStatus
 
 OPT_LEVELS = ("disable", "basic", "extended", "all")
+EXIT_ERROR = 1  # bad input, solver failure, failed verification
+EXIT_USAGE = 2  # argparse's own code for bad command lines
+EXIT_NO_SOLUTION = 3  # time limit reached before any placement was found
+EPILOG = (
+    "exit codes: 0 success (a time-limited solve prints its gap and a warning), 1 error,"
+    " 2 usage error, 3 time limit reached without any placement"
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.handler(args)
     except PlacementError as exc:
         print(f"placement: error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
     except KeyboardInterrupt:
         print("placement: interrupted", file=sys.stderr)
         return 130
@@ -46,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
         help="profile (or load a profile), build the placement ILP, solve, verify, report",
         description="Find the latency-optimal CPU/CIM placement of an ONNX model's operators "
         "(CIM paper Eqs. 1-14), verify it independently and report the speed-up over CPU-only.",
+        epilog=EPILOG,
     )
     solve.add_argument("model", help="ONNX file with static shapes")
     solve.add_argument(
@@ -69,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     out = solve.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="write the full placement and schedule")
     out.add_argument("--details", action="store_true", help="print the per-operator schedule")
+    out.add_argument("--solver-log", action="store_true", help="stream HiGHS's log to stderr")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     solve.set_defaults(handler=_cmd_solve)
 
@@ -153,15 +163,37 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     )
     hw = _hardware(args, meta.get("machine"))
     instance = cim_instance(graph, profile.latencies, hw.cim)
-    _info(args, f"parallel operator pairs: {len(instance.parallel_pairs)}; solving ...")
+    _info(
+        args,
+        f"parallel operator pairs: {len(instance.parallel_pairs)}; solving with HiGHS"
+        f" (time limit {args.time_limit:g} s, relative gap {args.gap:g}) ...",
+    )
     placement = solve_cim(
-        instance, time_limit=args.time_limit, rel_gap=args.gap, threads=args.solver_threads
+        instance,
+        time_limit=args.time_limit,
+        rel_gap=args.gap,
+        threads=args.solver_threads,
+        tee=[sys.stderr] if args.solver_log else False,
     )
     for line in summary_lines(placement, graph, hw, args.details):
         print(line)
     if args.json:
         write_json_atomic(args.json, result_document(placement, graph, hw, meta))
         _info(args, f"wrote {args.json}")
+    status = placement.result.status
+    if placement.schedule is None:
+        print(
+            f"placement: no placement found within the time limit of {args.time_limit:g} s;"
+            " raise --time-limit",
+            file=sys.stderr,
+        )
+        return EXIT_NO_SOLUTION
+    if status == SolveStatus.TIME_LIMIT:
+        print(
+            "placement: warning: time limit reached; the placement above is the best found and"
+            " verified, but not proven optimal (see its gap)",
+            file=sys.stderr,
+        )
     return 0
 
 

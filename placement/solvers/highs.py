@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, TextIO
 
 import pyomo.environ as pyo
 from pyomo.core.base.constraint import Constraint
@@ -59,7 +59,7 @@ def solve_model(
     rel_gap: float = 1e-4,
     threads: int | None = None,
     build_seconds: float = 0.0,
-    tee: bool = False,
+    tee: bool | list[TextIO] = False,  # True: stdout; or streams for HiGHS's log
 ) -> SolveResult:
     """Solve ``model`` with HiGHS; load the incumbent into it when there is one.
 
