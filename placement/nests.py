@@ -1,0 +1,63 @@
+"""Loop nests: the unit of PIM placement (Torch-PIM, Section 4.2), as plain data.
+
+The MLIR lowering (``placement.profiling.mlir``) produces these; the threshold
+rule, the PIM device model and the PIM placement model consume them. Each
+outermost ``scf.parallel`` of the bufferized program is one nest. Operands are
+identified by the allocation they resolve to, so a buffer read and then
+written in place is one buffer, moved once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class NestOperand:
+    buffer: str  # allocation id, unique within the program: "arg0", "alloc3", "global:w_fc"
+    kind: str  # "argument" | "alloc" | "global"
+    shape: tuple[int, ...]
+    elem_type: str  # MLIR element type, e.g. "f32", "i8"
+    nbytes: int
+    read: bool
+    written: bool
+
+
+@dataclass(frozen=True)
+class LoopNest:
+    id: str  # stable within a model: "n000", "n001", ... in program order
+    index: int  # program order
+    onnx_node: str  # originating ONNX node name (placement.onnx_names), "" if unknown
+    onnx_op_type: str  # e.g. "Softmax"; "" if unknown
+    linalg_op: str  # e.g. "linalg.generic", "linalg.matmul", "linalg.fill"
+    n_iter: int  # iterations over the parallel dimensions (N_iter)
+    n_total: int  # total innermost iterations incl. inner scf.for reductions (N_total)
+    trip_count: int  # product of trip counts of enclosing loops (1 at top level)
+    operands: tuple[NestOperand, ...]
+
+    @property
+    def fetch_bytes(self) -> int:
+        """Bytes a PIM placement must bring in: each distinct buffer read, per invocation."""
+        return sum(op.nbytes for op in self.operands if op.read) * self.trip_count
+
+    @property
+    def flush_bytes(self) -> int:
+        """Bytes a PIM placement must write back: each distinct buffer written, per invocation."""
+        return sum(op.nbytes for op in self.operands if op.written) * self.trip_count
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["fetch_bytes"] = self.fetch_bytes
+        data["flush_bytes"] = self.flush_bytes
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LoopNest:
+        operands = tuple(
+            NestOperand(**{**op, "shape": tuple(op["shape"])}) for op in data["operands"]
+        )
+        fields = {
+            k: v for k, v in data.items() if k not in ("operands", "fetch_bytes", "flush_bytes")
+        }
+        return cls(**fields, operands=operands)
