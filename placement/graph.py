@@ -66,7 +66,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from placement.errors import PlacementError
-from placement.onnx_io import file_sha256, read_onnx
+from placement.onnx_io import NONDETERMINISTIC_OPS, file_sha256, read_onnx
 from placement.onnx_names import node_names
 
 # ---------------------------------------------------------------------------
@@ -144,15 +144,6 @@ class OpGraph:
 # ---------------------------------------------------------------------------
 
 KNOWN_DOMAINS = ("", "ai.onnx", "com.microsoft", "ai.onnx.ml")
-# Folding these would freeze one random draw into a constant.
-_NONDETERMINISTIC = {
-    "RandomNormal",
-    "RandomUniform",
-    "RandomNormalLike",
-    "RandomUniformLike",
-    "Multinomial",
-    "Bernoulli",
-}
 
 
 def load_graph(path: str | Path) -> OpGraph:
@@ -338,7 +329,7 @@ def _fold_pass(model: onnx.ModelProto, state: _State) -> bool:
     opsets = {_opset_domain(o.domain): o.version for o in model.opset_import}
     changed = False
     for index, node in enumerate(model.graph.node):
-        if index in state.folded or node.op_type in _NONDETERMINISTIC:
+        if index in state.folded or node.op_type in NONDETERMINISTIC_OPS:
             continue
         outputs = _fold_value(node, state, opsets, model)
         if outputs is not None:

@@ -10,6 +10,13 @@ from google.protobuf.message import DecodeError
 
 from placement.errors import PlacementError
 
+# Random ops: folding one would freeze a single draw into a constant, so neither
+# ONNX Runtime nor our ingestion folds them.
+NONDETERMINISTIC_OPS = frozenset(
+    {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike"}
+    | {"Multinomial", "Bernoulli"}
+)
+
 
 def file_sha256(path: str | Path) -> str:
     """Hash of the file's bytes: a profile is valid only for the exact file it was measured on."""

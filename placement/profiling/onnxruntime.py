@@ -101,7 +101,7 @@ import onnx
 import onnxruntime as ort
 
 from placement.errors import PlacementError
-from placement.onnx_io import file_sha256, read_onnx
+from placement.onnx_io import NONDETERMINISTIC_OPS, file_sha256, read_onnx
 from placement.onnx_names import node_names
 from placement.profiling.profile_file import HostProfile
 
@@ -122,17 +122,6 @@ _FREE_WHEN_FUSED = frozenset(
 )
 # Ops ORT fuses into their consumer (QDQ: DequantizeLinear -> op -> QuantizeLinear).
 _PROLOGUE_ONLY = frozenset({"DequantizeLinear"})
-# Never constant-folded by ORT (non-deterministic).
-_NON_DETERMINISTIC = frozenset(
-    {
-        "RandomNormal",
-        "RandomUniform",
-        "RandomNormalLike",
-        "RandomUniformLike",
-        "Multinomial",
-        "Bernoulli",
-    }
-)
 _KERNEL_SUFFIX = "_kernel_time"
 _MAX_PROTO_BYTES = 1_800_000_000  # below protobuf's 2 GiB limit for in-memory models
 
@@ -942,7 +931,7 @@ def _constant_nodes(
     constant = [False] * len(nodes)
     for i in order:
         node = nodes[i]
-        if node.op_type in _NON_DETERMINISTIC or any(
+        if node.op_type in NONDETERMINISTIC_OPS or any(
             a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
             for a in node.attribute
         ):
