@@ -89,9 +89,18 @@ _CIM_KEYS: dict[str, tuple[str, float, bool]] = {
 _HOST_KEYS = ("name", "arch")
 
 
+#: Preset files named ``pim-*.toml`` describe CPU + PIM machines (``placement.pim_hardware``).
+PIM_PRESET_PREFIX = "pim-"
+
+
 def preset_names() -> list[str]:
+    """The CPU + CIM presets (PIM presets are listed by ``pim_hardware.pim_preset_names``)."""
     folder = resources.files("placement") / "presets"
-    return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
+    return sorted(
+        p.name[: -len(".toml")]
+        for p in folder.iterdir()
+        if p.name.endswith(".toml") and not p.name.startswith(PIM_PRESET_PREFIX)
+    )
 
 
 def default_preset_for(arch: str | None = None) -> str:

@@ -1,0 +1,162 @@
+"""Analytical PIM device model (Torch-PIM, Sections 4.4 and 5.1-5.2). All times in seconds.
+
+* :func:`t_pim_min` -- the lower bound in C1: ``N_total * I_min / (N_core * f_pim)``
+  (divided by the issue width, 1 for the paper's single-issue cores).
+* :func:`t_pim` -- our analytical estimate of a nest's PIM time (the paper
+  measures it in a simulator). Per invocation of the nest, on
+  ``c = min(N_core, N_iter)`` participating cores:
+
+  - compute: the busiest core runs ``ceil(N_iter / c)`` parallel iterations of
+    ``N_total / N_iter`` innermost iterations each, at ``instr_per_iter``
+    instructions per innermost iteration and ``issue_width`` per cycle;
+  - memory: every operand byte (read and written; an in-place operand twice)
+    over the participating cores' bank bandwidth ``c * B_bank``;
+  - synchronization: ``c * t_sync_per_core`` (barrier and result aggregation
+    grow with the core count, which is why small nests can get slower with more
+    cores, as layernorm does in the paper).
+
+  In-order single-issue cores stall on memory, so the terms add. The total is
+  multiplied by the nest's ``trip_count``. Because ``instr_per_iter >= I_min``
+  (enforced by :class:`PimSpec`), ``t_pim >= t_pim_min`` always.
+* :func:`t_copy` -- Eq. 8 over a set of nests: ``fetch / B_rd + flush / B_wb``,
+  each nest charged its whole read and write sets per invocation (the paper's
+  upper bound; the exact accounting lives in ``placement.models.pim``).
+* :func:`hybrid_time` -- Eq. 9; :func:`speedup` over CPU-only execution.
+
+Work over all invocations: ``N_total`` counts innermost iterations of one
+invocation, so C1 and ``t_pim`` use ``n_total * trip_count``, like ``T_cpu``,
+which accumulates over all invocations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from placement.errors import PlacementError
+from placement.nests import LoopNest
+from placement.pim_hardware import PimSpec
+
+
+@dataclass(frozen=True)
+class PimTime:
+    """Breakdown of :func:`t_pim`, over all invocations of the nest."""
+
+    compute: float
+    memory: float
+    sync: float
+    cores_used: int
+
+    @property
+    def total(self) -> float:
+        return self.compute + self.memory + self.sync
+
+
+@dataclass(frozen=True)
+class HybridTime:
+    """Eq. 9: T_hybrid(N) = T_host + T_pim(N) + T_copy + N_region * T_sw."""
+
+    host: float
+    pim: float
+    copy: float
+    n_region: int
+    t_sw: float
+
+    @property
+    def switch(self) -> float:
+        return self.n_region * self.t_sw
+
+    @property
+    def total(self) -> float:
+        return self.host + self.pim + self.copy + self.switch
+
+    def to_json(self) -> dict[str, float | int]:
+        return {
+            "total": self.total,
+            "host": self.host,
+            "pim": self.pim,
+            "copy": self.copy,
+            "n_region": self.n_region,
+            "switch": self.switch,
+        }
+
+
+def check_cores(n_cores: int) -> int:
+    if isinstance(n_cores, bool) or not isinstance(n_cores, int) or n_cores < 1:
+        raise PlacementError(f"n_cores must be a positive whole number, got {n_cores!r}")
+    return n_cores
+
+
+def total_iterations(nest: LoopNest) -> int:
+    """Innermost iterations over all invocations: N_total * trip count."""
+    return nest.n_total * nest.trip_count
+
+
+def t_pim_min(nest: LoopNest, spec: PimSpec, n_cores: int | None = None) -> float:
+    """C1's lower bound: N_total * I_min / (N_core * f_pim), over all invocations."""
+    cores = check_cores(spec.cores if n_cores is None else n_cores)
+    return total_iterations(nest) * spec.i_min / (cores * spec.clock * spec.issue_width)
+
+
+def t_pim_breakdown(
+    nest: LoopNest,
+    spec: PimSpec,
+    n_cores: int | None = None,
+    *,
+    instr_per_iter: float | None = None,
+) -> PimTime:
+    """Analytical PIM time of ``nest`` (see the module docstring)."""
+    cores = check_cores(spec.cores if n_cores is None else n_cores)
+    ipi = spec.instr_per_iter if instr_per_iter is None else instr_per_iter
+    if not (math.isfinite(ipi) and ipi >= spec.i_min):
+        raise PlacementError(
+            f"nest {nest.id!r}: instructions per iteration must be at least I_min"
+            f" ({spec.i_min:g}), got {ipi!r}"
+        )
+    if nest.n_iter <= 0 or nest.n_total <= 0:
+        return PimTime(0.0, 0.0, 0.0, 0)  # an empty nest does nothing anywhere
+    used = min(cores, nest.n_iter)
+    inner = nest.n_total / nest.n_iter  # innermost iterations per parallel iteration
+    per_core_iters = math.ceil(nest.n_iter / used) * inner
+    compute = per_core_iters * ipi / (spec.clock * spec.issue_width)
+    touched = sum(op.nbytes * (int(op.read) + int(op.written)) for op in nest.operands)
+    memory = touched / (used * spec.bank_bandwidth_per_core)
+    sync = used * spec.t_sync_per_core
+    trips = nest.trip_count
+    return PimTime(compute * trips, memory * trips, sync * trips, used)
+
+
+def t_pim(
+    nest: LoopNest,
+    spec: PimSpec,
+    n_cores: int | None = None,
+    *,
+    instr_per_iter: float | None = None,
+) -> float:
+    """Analytical PIM time of ``nest`` on ``n_cores`` cores (default ``spec.cores``), seconds."""
+    return t_pim_breakdown(nest, spec, n_cores, instr_per_iter=instr_per_iter).total
+
+
+def t_copy(nests: Iterable[LoopNest], spec: PimSpec) -> float:
+    """Eq. 8 for the nests placed on PIM: sum of fetch / B_rd + flush / B_wb."""
+    nests = list(nests)
+    fetch = sum(n.fetch_bytes for n in nests)
+    flush = sum(n.flush_bytes for n in nests)
+    return fetch / spec.read_bandwidth + flush / spec.writeback_bandwidth
+
+
+def hybrid_time(
+    t_host: float, t_pim_total: float, t_copy_total: float, n_region: int, spec: PimSpec
+) -> HybridTime:
+    """Eq. 9 from its four parts."""
+    return HybridTime(
+        host=t_host, pim=t_pim_total, copy=t_copy_total, n_region=n_region, t_sw=spec.t_sw
+    )
+
+
+def speedup(cpu_only: float, hybrid: float) -> float:
+    """CPU-only time over hybrid time (inf when the hybrid time is zero and CPU-only is not)."""
+    if hybrid <= 0.0:
+        return 1.0 if cpu_only <= 0.0 else math.inf
+    return cpu_only / hybrid

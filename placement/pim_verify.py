@@ -1,0 +1,209 @@
+"""Independent recomputation of the hybrid time (Eq. 9) of any PIM placement.
+
+Nothing here uses Pyomo or the model code: from the instance's raw data (nests,
+``T_cpu``, PIM times) and the per-nest decisions alone, the placement is walked
+in program order, segment by segment, and ``T_host``, ``T_pim``, ``T_copy`` and
+``N_region`` are recomputed. The model states the same quantities as linear
+constraints over per-occurrence variables; a disagreement is a bug in one of
+them (or in the solver) and becomes a violation.
+
+Definitions (shared with ``placement.models.pim``, stated there in full):
+
+* ``N_region``: host<->PIM transitions in the sequence ``host, y_1 .. y_n,
+  host`` -- execution starts and ends on the host, so every maximal PIM segment
+  costs two transitions.
+* ``upper_bound`` copy: Eq. 8, each PIM nest fetches its read set and flushes
+  its write set per invocation.
+* ``exact`` copy: per maximal PIM segment, a buffer is fetched once if its first
+  access in the segment reads it; a buffer written in the segment is flushed
+  once, after its last write there, if that value is read after the segment
+  (before being overwritten) or the buffer is not a temporary (``kind !=
+  "alloc"``) and is not written again. Fetches of a buffer that no nest inside
+  an enclosing loop writes (no writer with ``trip_count > 1``) count once;
+  otherwise per invocation of the reading nest. Flushes count per invocation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from placement.devices.pim import HybridTime
+from placement.errors import PlacementError
+
+if TYPE_CHECKING:
+    from placement.models.pim import PimInstance
+
+COPY_MODES = ("upper_bound", "exact")
+GRANULARITIES = ("loop", "operator")
+_ABS_SLACK = 1e-12  # seconds
+
+
+@dataclass
+class PimVerification:
+    ok: bool
+    violations: list[str] = field(default_factory=list)
+    recomputed: HybridTime | None = None
+
+    def raise_if_failed(self) -> None:
+        if self.ok:
+            return
+        more = f" (+{len(self.violations) - 1} more)" if len(self.violations) > 1 else ""
+        raise PlacementError(f"verification failed: {self.violations[0]}{more}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "violations": list(self.violations),
+            "recomputed": None if self.recomputed is None else self.recomputed.to_json(),
+        }
+
+
+def check_mode(copy: str, granularity: str) -> None:
+    if copy not in COPY_MODES:
+        raise PlacementError(f"unknown copy accounting {copy!r}; known: {', '.join(COPY_MODES)}")
+    if granularity not in GRANULARITIES:
+        raise PlacementError(
+            f"unknown granularity {granularity!r}; known: {', '.join(GRANULARITIES)}"
+        )
+
+
+def evaluate_placement(
+    instance: PimInstance, on_pim: Mapping[str, bool], *, copy: str = "upper_bound"
+) -> HybridTime:
+    """Eq. 9 of the placement ``on_pim`` (nest id -> True for PIM), from the raw data."""
+    check_mode(copy, "loop")
+    nests = instance.nests
+    missing = [n.id for n in nests if n.id not in on_pim]
+    if missing:
+        raise PlacementError(f"the placement has no decision for nest {missing[0]!r}")
+    y = [bool(on_pim[n.id]) for n in nests]
+    spec = instance.spec
+
+    host = math.fsum(instance.t_cpu[n.id] for n, p in zip(nests, y, strict=True) if not p)
+    pim = math.fsum(instance.pim_time(n.id) for n, p in zip(nests, y, strict=True) if p)
+    states = [False, *y, False]  # start and end on the host
+    n_region = sum(1 for a, b in zip(states, states[1:], strict=False) if a != b)
+
+    if copy == "upper_bound":  # Eq. 8
+        fetch = sum(n.fetch_bytes for n, p in zip(nests, y, strict=True) if p)
+        flush = sum(n.flush_bytes for n, p in zip(nests, y, strict=True) if p)
+        t_copy = fetch / spec.read_bandwidth + flush / spec.writeback_bandwidth
+    else:
+        t_copy = _exact_copy(instance, y)
+    return HybridTime(host=host, pim=pim, copy=t_copy, n_region=n_region, t_sw=spec.t_sw)
+
+
+def _exact_copy(instance: PimInstance, y: list[bool]) -> float:
+    nests = instance.nests
+    spec = instance.spec
+    # Buffers per nest, operands naming the same buffer merged.
+    uses: list[dict[str, tuple[int, bool, bool, str]]] = []
+    for n in nests:
+        merged: dict[str, tuple[int, bool, bool, str]] = {}
+        for op in n.operands:
+            old = merged.get(op.buffer)
+            if old is None:
+                merged[op.buffer] = (op.nbytes, op.read, op.written, op.kind)
+            else:
+                merged[op.buffer] = (
+                    max(old[0], op.nbytes), old[1] or op.read, old[2] or op.written, old[3]
+                )
+        uses.append(merged)
+    variant = {b for n, u in zip(nests, uses, strict=True) if n.trip_count > 1
+               for b, (_, _, w, _) in u.items() if w}
+
+    kind = {b: u[3] for merged in uses for b, u in merged.items()}
+
+    def read_later(buffer: str, after: int) -> bool:
+        """Is the value ``buffer`` holds after position ``after`` read before it is overwritten?"""
+        for k in range(after + 1, len(nests)):
+            use = uses[k].get(buffer)
+            if use is None:
+                continue
+            _, r, w, _ = use
+            if r:
+                return True
+            if w:
+                return False  # overwritten unread: dead
+        return kind[buffer] != "alloc"  # survives to the end: the program may read it
+
+    fetch = 0.0
+    flush = 0.0
+    i = 0
+    while i < len(nests):
+        if not y[i]:
+            i += 1
+            continue
+        end = i
+        while end + 1 < len(nests) and y[end + 1]:
+            end += 1
+        present: set[str] = set()
+        last_write: dict[str, int] = {}
+        for k in range(i, end + 1):
+            for b, (nbytes, r, w, _) in uses[k].items():
+                if r and b not in present:
+                    mult = nests[k].trip_count if b in variant else 1
+                    fetch += nbytes * mult
+                if r or w:
+                    present.add(b)
+                if w:
+                    last_write[b] = k
+        for b, k in last_write.items():
+            if read_later(b, end):
+                flush += uses[k][b][0] * nests[k].trip_count
+        i = end + 1
+    return fetch / spec.read_bandwidth + flush / spec.writeback_bandwidth
+
+
+def verify_pim(
+    instance: PimInstance,
+    on_pim: Mapping[str, bool],
+    *,
+    copy: str = "upper_bound",
+    granularity: str = "loop",
+    claimed: float | None = None,
+    tol: float = 1e-6,
+) -> PimVerification:
+    """Check a placement's completeness and granularity; recompute Eq. 9; compare a claim."""
+    check_mode(copy, granularity)
+    bad: list[str] = []
+    ids = [n.id for n in instance.nests]
+    known = set(ids)
+    for nid in ids:
+        if nid not in on_pim:
+            bad.append(f"nest {nid!r} has no decision in the placement")
+    for nid in on_pim:
+        if nid not in known:
+            bad.append(f"the placement names unknown nest {nid!r}")
+    if bad:
+        return PimVerification(ok=False, violations=bad)
+
+    if granularity == "operator":
+        first: dict[str, str] = {}
+        for n in instance.nests:
+            if not n.onnx_node:
+                continue
+            ref = first.setdefault(n.onnx_node, n.id)
+            if bool(on_pim[ref]) != bool(on_pim[n.id]):
+                bad.append(
+                    f"operator granularity: nests {ref!r} and {n.id!r} of ONNX node"
+                    f" {n.onnx_node!r} are placed differently"
+                )
+
+    recomputed = evaluate_placement(instance, on_pim, copy=copy)
+    if claimed is not None:
+        if not (isinstance(claimed, (int, float)) and math.isfinite(claimed)):
+            bad.append(f"claimed hybrid time {claimed!r} is not a finite number")
+        else:
+            total = recomputed.total
+            slack = tol * max(abs(total), abs(claimed)) + _ABS_SLACK
+            if abs(total - claimed) > slack:
+                bad.append(
+                    f"claimed hybrid time {claimed:.9g} s differs from the recomputed"
+                    f" {total:.9g} s (T_host {recomputed.host:.6g}, T_pim {recomputed.pim:.6g},"
+                    f" T_copy {recomputed.copy:.6g}, N_region {recomputed.n_region})"
+                )
+    return PimVerification(ok=not bad, violations=bad, recomputed=recomputed)
