@@ -1,0 +1,369 @@
+"""Lowering with torch-mlir, nest extraction and per-nest JIT timing, on real small models."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from placement.errors import PlacementError
+from tests.onnx_builders import const, model, save, tensor
+
+pytest.importorskip("torch_mlir")
+
+from placement.profiling.mlir import lower_mlir, lower_onnx  # noqa: E402
+from placement.profiling.nest_timing import time_nests  # noqa: E402
+
+MiB = 1 << 20
+
+
+def add_model(n: int = 1024):
+    node = helper.make_node("Add", ["A", "B"], ["C"], name="add0")
+    return model([node], [tensor("A", [n, n]), tensor("B", [n, n])], [tensor("C", [n, n])])
+
+
+def softmax_model(rows: int = 64, cols: int = 512):
+    node = helper.make_node("Softmax", ["X"], ["Y"], name="sm", axis=-1)
+    return model([node], [tensor("X", [rows, cols])], [tensor("Y", [rows, cols])])
+
+
+def gemv_model(k: int = 256, n: int = 512):
+    w = const("W", np.random.default_rng(1).standard_normal((k, n)))
+    node = helper.make_node("MatMul", ["X", "W"], ["Y"], name="mm")
+    return model([node], [tensor("X", [1, k])], [tensor("Y", [1, n])], [w])
+
+
+def layernorm_model(rows: int = 128, hidden: int = 768):
+    scale = const("scale", np.random.default_rng(2).standard_normal(hidden))
+    bias = const("bias", np.random.default_rng(3).standard_normal(hidden))
+    node = helper.make_node("LayerNormalization", ["X", "scale", "bias"], ["Y"], name="ln")
+    return model(
+        [node], [tensor("X", [rows, hidden])], [tensor("Y", [rows, hidden])], [scale, bias]
+    )
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("mlir")
+    return {
+        "add": save(add_model(), directory, "add.onnx"),
+        "softmax": save(softmax_model(), directory, "softmax.onnx"),
+        "gemv": save(gemv_model(), directory, "gemv.onnx"),
+        "layernorm": save(layernorm_model(), directory, "layernorm.onnx"),
+    }
+
+
+# --------------------------------------------------------------------------- nests
+
+
+def test_elementwise_add_is_one_nest(models):
+    program = lower_onnx(models["add"])
+    assert len(program.nests) == 1
+    nest = program.nests[0]
+    assert (nest.id, nest.index, nest.trip_count) == ("n000", 0, 1)
+    assert nest.n_iter == nest.n_total == 1024 * 1024
+    assert (nest.onnx_node, nest.onnx_op_type, nest.linalg_op) == ("add0", "Add", "linalg.generic")
+    assert nest.fetch_bytes == 2 * 4 * MiB
+    assert nest.flush_bytes == 4 * MiB
+    assert {op.kind for op in nest.operands} == {"argument"}
+    assert [a.role for a in program.args] == ["input", "input", "output"]
+    assert [a.name for a in program.args] == ["A", "B", "C"]
+
+
+def test_softmax_reductions_count_in_n_total_only(models):
+    program = lower_onnx(models["softmax"])
+    nests = program.nests
+    assert len(nests) >= 4
+    assert [n.id for n in nests] == [f"n{i:03d}" for i in range(len(nests))]
+    assert {n.onnx_op_type for n in nests} == {"Softmax"}
+    reductions = [n for n in nests if n.n_total > n.n_iter]
+    assert reductions, "max and sum reductions must appear as inner scf.for loops"
+    for nest in reductions:
+        assert nest.n_iter == 64 and nest.n_total == 64 * 512
+    assert any(n.n_iter == n.n_total == 64 * 512 for n in nests)  # exp / sub / div
+    # A temporary (row max or sum) is one allocation, shared by the nests that use it.
+    allocs = {op.buffer for n in nests for op in n.operands if op.kind == "alloc"}
+    assert allocs and all(b.startswith("alloc") for b in allocs)
+
+
+def test_gemv_weight_is_an_argument(models):
+    program = lower_onnx(models["gemv"])
+    assert [(a.name, a.role) for a in program.args] == [
+        ("X", "input"), ("W", "weight"), ("Y", "output"),
+    ]  # fmt: skip
+    assert "memref.get_global" not in program.module_text  # not embedded as a constant
+    matmul = [n for n in program.nests if n.n_total == 256 * 512]
+    assert len(matmul) == 1
+    nest = matmul[0]
+    assert nest.n_iter == 512 and nest.linalg_op == "linalg.matmul"
+    weight = [op for op in nest.operands if op.shape == (256, 512)]
+    assert len(weight) == 1 and weight[0].kind == "argument" and weight[0].read
+    assert not weight[0].written and weight[0].nbytes == 256 * 512 * 4
+    out = [op for op in nest.operands if op.shape == (1, 512)]
+    assert out[0].read and out[0].written  # accumulated in place: one buffer, both flags
+    assert program.weights["W"].shape == (256, 512)
+
+
+def test_small_initializers_stay_constants(tmp_path):
+    path = save(gemv_model(k=4, n=8), tmp_path)  # 128 bytes, below the default threshold
+    program = lower_onnx(path)
+    assert [a.role for a in program.args] == ["input", "output"]
+    assert all(op.kind in ("argument", "global") for n in program.nests for op in n.operands)
+
+
+def test_enclosing_loop_trip_count(tmp_path):
+    axes = const("axes", [0], dtype=np.int64)
+    node = helper.make_node("ReduceSum", ["X", "axes"], ["Y"], keepdims=0)
+    path = save(model([node], [tensor("X", [64, 512])], [tensor("Y", [512])], [axes]), tmp_path)
+    nests = lower_onnx(path).nests
+    inner = [n for n in nests if n.trip_count > 1]
+    assert len(inner) == 1
+    assert (inner[0].trip_count, inner[0].n_iter, inner[0].n_total) == (64, 512, 512)
+    assert inner[0].onnx_node == "ReduceSum_0"
+
+
+def test_layernorm_and_fusion_reduce_nests(models):
+    plain = lower_onnx(models["layernorm"])
+    fused = lower_onnx(models["layernorm"], fuse_elementwise=True)
+    assert len(fused.nests) < len(plain.nests)
+    assert {n.onnx_op_type for n in plain.nests} == {"LayerNormalization"}
+    for program in (plain, fused):
+        assert sum(n.n_total for n in program.nests) >= 128 * 768
+
+
+def test_nests_round_trip_json(models):
+    from placement.nests import LoopNest
+
+    for nest in lower_onnx(models["softmax"]).nests:
+        assert LoopNest.from_json(nest.to_json()) == nest
+
+
+# --------------------------------------------------------------------------- JIT timing
+
+
+@pytest.mark.parametrize("name", ["add", "softmax", "gemv", "layernorm"])
+def test_jit_outputs_match_onnxruntime(models, name):
+    program = lower_onnx(models[name])
+    timing = time_nests(program, runs=3, warmup=1, check_against_onnx=models[name])
+    assert set(timing.t_cpu) == {n.id for n in program.nests}
+    assert all(t >= 0 for t in timing.t_cpu.values())
+    assert timing.max_abs_error is not None and timing.max_abs_error < 1e-3
+    # Medians per nest need not sum below the median run; allow for noise.
+    assert sum(timing.t_cpu.values()) <= 1.5 * timing.total_seconds
+    assert timing.metadata["marker_pair_ns"] > 0
+    assert timing.runs == 3
+
+
+def test_nest_in_loop_is_timed_per_invocation(tmp_path):
+    axes = const("axes", [0], dtype=np.int64)
+    node = helper.make_node("ReduceSum", ["X", "axes"], ["Y"], keepdims=0)
+    path = save(model([node], [tensor("X", [64, 512])], [tensor("Y", [512])], [axes]), tmp_path)
+    program = lower_onnx(path)
+    timing = time_nests(program, runs=2, warmup=0, check_against_onnx=path)
+    calls = timing.metadata["invocations_per_run"]
+    assert [calls[n.id] for n in program.nests] == [n.trip_count for n in program.nests]
+
+
+def test_progress_and_fused_program(models):
+    program = lower_onnx(models["softmax"], fuse_elementwise=True)
+    seen = []
+    time_nests(
+        program, runs=2, warmup=1, check_against_onnx=models["softmax"],
+        progress=lambda done, total: seen.append((done, total)),
+    )  # fmt: skip
+    assert seen == [(1, 2), (2, 2)]
+
+
+def test_wrong_reference_is_reported(models):
+    program = lower_onnx(models["softmax"])
+    other = models["softmax"].with_name("other.onnx")
+    node = helper.make_node("Relu", ["X"], ["Y"])
+    relu = model([node], [tensor("X", [64, 512])], [tensor("Y", [64, 512])])
+    save(relu, other.parent, other.name)
+    with pytest.raises(PlacementError, match="differs from ONNX Runtime"):
+        time_nests(program, runs=1, warmup=0, check_against_onnx=other)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_unsupported_operator_is_named(tmp_path):
+    node = helper.make_node("LpPool", ["X"], ["Y"], kernel_shape=[2, 2], p=3)
+    path = save(model([node], [tensor("X", [1, 1, 4, 4])], [tensor("Y", [1, 1, 3, 3])]), tmp_path)
+    with pytest.raises(PlacementError, match="LpPool") as info:
+        lower_onnx(path)
+    assert "\n" not in str(info.value)
+
+
+def test_dynamic_input_shape_names_the_input(tmp_path):
+    node = helper.make_node("Relu", ["X"], ["Y"])
+    path = save(model([node], [tensor("X", ["batch", 8])], [tensor("Y", ["batch", 8])]), tmp_path)
+    with pytest.raises(PlacementError, match="input 'X' has a dynamic shape"):
+        lower_onnx(path)
+
+
+def test_data_dependent_shape_is_rejected_before_torch_mlir(tmp_path):
+    # torch-mlir crashes the process on such graphs, so this must be caught up front.
+    node = helper.make_node("NonZero", ["X"], ["Y"], name="nz")
+    out = helper.make_tensor_value_info("Y", TensorProto.INT64, [1, None])
+    path = save(model([node], [tensor("X", [16])], [out]), tmp_path)
+    with pytest.raises(PlacementError, match="'nz' \\(NonZero\\)"):
+        lower_onnx(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(PlacementError, match="no such file"):
+        lower_onnx(tmp_path / "absent.onnx")
+    with pytest.raises(PlacementError, match="no such file"):
+        lower_mlir(tmp_path / "absent.mlir")
+
+
+# --------------------------------------------------------------------------- .mlir input
+
+LINALG_ADD_SCALE = """
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @main(%a: tensor<32x64xf32> loc("a"), %b: tensor<32x64xf32> loc("b")) -> tensor<32xf32> {
+  %e = tensor.empty() : tensor<32x64xf32>
+  %s = linalg.generic {indexing_maps = [#map, #map, #map],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<32x64xf32>, tensor<32x64xf32>) outs(%e : tensor<32x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<32x64xf32> loc("add")
+  %zero = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<32xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e2 : tensor<32xf32>) -> tensor<32xf32>
+  %sum = linalg.generic {indexing_maps = [#map, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%s : tensor<32x64xf32>) outs(%init : tensor<32xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %x, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<32xf32> loc("rowsum")
+  return %sum : tensor<32xf32>
+}
+"""
+
+
+def test_lower_mlir_file(tmp_path):
+    path = tmp_path / "prog.mlir"
+    path.write_text(LINALG_ADD_SCALE)
+    program = lower_mlir(path)
+    assert program.func_name == "main" and program.source_kind == "mlir"
+    assert [(a.name, a.role, a.shape) for a in program.args] == [
+        ("a", "input", (32, 64)), ("b", "input", (32, 64)), ("result0", "output", (32,)),
+    ]  # fmt: skip
+    by_node = {n.onnx_node: n for n in program.nests}
+    assert by_node["add"].n_iter == by_node["add"].n_total == 32 * 64
+    assert by_node["rowsum"].n_iter == 32 and by_node["rowsum"].n_total == 32 * 64
+    assert all(n.onnx_op_type == "" for n in program.nests)
+    # The sum of a + b is a temporary allocation, written by one nest, read by the next.
+    temp = {op.buffer for op in by_node["add"].operands if op.written}
+    rowsum = by_node["rowsum"].operands
+    assert temp == {op.buffer for op in rowsum if op.read and op.kind == "alloc"}
+    timing = time_nests(program, runs=2, warmup=1)
+    assert set(timing.t_cpu) == {n.id for n in program.nests}
+    assert timing.max_abs_error is None
+
+
+def test_malformed_mlir_gives_first_error_line(tmp_path):
+    path = tmp_path / "bad.mlir"
+    path.write_text(
+        "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = arith.addf %a, %b : tensor<4xf32>\n"
+        "  return %0 : tensor<4xf32>\n}\n"
+    )
+    expected = r"not valid MLIR \(line 2:\d+: use of undeclared"
+    with pytest.raises(PlacementError, match=expected) as info:
+        lower_mlir(path)
+    assert "\n" not in str(info.value)
+
+
+def test_dynamic_mlir_argument(tmp_path):
+    path = tmp_path / "dyn.mlir"
+    path.write_text(
+        "func.func @f(%a: tensor<?xf32>) -> tensor<?xf32> {\n  return %a : tensor<?xf32>\n}\n"
+    )
+    with pytest.raises(PlacementError, match="argument 'arg0' has a dynamic shape"):
+        lower_mlir(path)
+
+
+def test_n_total_is_product_of_loop_extents(models):
+    program = lower_onnx(models["gemv"])
+    assert max(n.n_total for n in program.nests) == math.prod((256, 512))
+
+
+# --------------------------------------------------------------------------- GPT-2 layer
+
+
+def gpt2_layer_model(seq: int = 128, hidden: int = 768, heads: int = 12, mlp: int = 3072):
+    """One GPT-2-small decoder layer (pre-LN, causal attention, erf GELU MLP)."""
+    rng = np.random.default_rng(0)
+    head = hidden // heads
+
+    def w(name, *shape):
+        return const(name, rng.standard_normal(shape) * 0.02)
+
+    def i64(name, values):
+        return const(name, values, dtype=np.int64)
+
+    mask = np.triu(np.full((seq, seq), -1e4, dtype=np.float32), k=1)
+    inits = [
+        w("ln1_s", hidden), w("ln1_b", hidden), w("w_qkv", hidden, 3 * hidden),
+        w("b_qkv", 3 * hidden), w("w_o", hidden, hidden), w("b_o", hidden),
+        w("ln2_s", hidden), w("ln2_b", hidden), w("w_fc", hidden, mlp), w("b_fc", mlp),
+        w("w_proj", mlp, hidden), w("b_proj", hidden), const("mask", mask),
+        const("scale", 1.0 / np.sqrt(head)), const("half", 0.5), const("one", 1.0),
+        const("rsqrt2", 1.0 / np.sqrt(2.0)), i64("split", [hidden] * 3),
+        i64("heads_shape", [seq, heads, head]), i64("flat_shape", [seq, hidden]),
+    ]  # fmt: skip
+    n = helper.make_node
+    nodes = [
+        n("LayerNormalization", ["x", "ln1_s", "ln1_b"], ["h1"], name="ln1", axis=-1),
+        n("MatMul", ["h1", "w_qkv"], ["qkv0"], name="qkv"),
+        n("Add", ["qkv0", "b_qkv"], ["qkv1"], name="qkv_bias"),
+        n("Split", ["qkv1", "split"], ["q0", "k0", "v0"], name="split", axis=-1),
+        n("Reshape", ["q0", "heads_shape"], ["q1"], name="q_reshape"),
+        n("Reshape", ["k0", "heads_shape"], ["k1"], name="k_reshape"),
+        n("Reshape", ["v0", "heads_shape"], ["v1"], name="v_reshape"),
+        n("Transpose", ["q1"], ["q"], name="q_t", perm=[1, 0, 2]),
+        n("Transpose", ["k1"], ["kt"], name="k_t", perm=[1, 2, 0]),
+        n("Transpose", ["v1"], ["v"], name="v_t", perm=[1, 0, 2]),
+        n("MatMul", ["q", "kt"], ["s0"], name="qk"),
+        n("Mul", ["s0", "scale"], ["s1"], name="qk_scale"),
+        n("Add", ["s1", "mask"], ["s2"], name="causal_mask"),
+        n("Softmax", ["s2"], ["p"], name="softmax", axis=-1),
+        n("MatMul", ["p", "v"], ["a0"], name="pv"),
+        n("Transpose", ["a0"], ["a1"], name="a_t", perm=[1, 0, 2]),
+        n("Reshape", ["a1", "flat_shape"], ["a2"], name="a_reshape"),
+        n("MatMul", ["a2", "w_o"], ["o0"], name="out_proj"),
+        n("Add", ["o0", "b_o"], ["o1"], name="out_bias"),
+        n("Add", ["x", "o1"], ["r1"], name="residual1"),
+        n("LayerNormalization", ["r1", "ln2_s", "ln2_b"], ["h2"], name="ln2", axis=-1),
+        n("MatMul", ["h2", "w_fc"], ["f0"], name="fc"),
+        n("Add", ["f0", "b_fc"], ["f1"], name="fc_bias"),
+        n("Mul", ["f1", "rsqrt2"], ["g0"], name="gelu_scale"),
+        n("Erf", ["g0"], ["g1"], name="gelu_erf"),
+        n("Add", ["g1", "one"], ["g2"], name="gelu_add"),
+        n("Mul", ["f1", "g2"], ["g3"], name="gelu_mul"),
+        n("Mul", ["g3", "half"], ["g4"], name="gelu_half"),
+        n("MatMul", ["g4", "w_proj"], ["m0"], name="proj"),
+        n("Add", ["m0", "b_proj"], ["m1"], name="proj_bias"),
+        n("Add", ["r1", "m1"], ["y"], name="residual2"),
+    ]
+    return model(nodes, [tensor("x", [seq, hidden])], [tensor("y", [seq, hidden])], inits)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seq", [1, 128])
+def test_gpt2_layer_lowers_and_matches_onnxruntime(tmp_path, seq):
+    path = save(gpt2_layer_model(seq=seq), tmp_path)
+    program = lower_onnx(path)
+    assert "w_fc" in program.weights and "memref.get_global" not in program.module_text
+    fc = [n for n in program.nests if n.onnx_node == "fc" and n.linalg_op == "linalg.matmul"]
+    assert len(fc) == 1 and fc[0].n_total == seq * 768 * 3072
+    timing = time_nests(program, runs=2, warmup=1, check_against_onnx=path)
+    assert timing.max_abs_error < 1e-3
