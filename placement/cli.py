@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
+from placement.cli_pim import add_pim_solve_arguments
 from placement.errors import PlacementError
 from placement.solvers.result import SolveStatus
 
@@ -56,9 +57,11 @@ def _parser() -> argparse.ArgumentParser:
         "(CIM paper Eqs. 1-14), verify it independently and report the speed-up over CPU-only.",
         epilog=EPILOG,
     )
-    solve.add_argument("model", help="ONNX file with static shapes")
     solve.add_argument(
-        "--target", choices=["cim"], default="cim", help="accelerator kind (default: cim)"
+        "model", help="ONNX file with static shapes (or .mlir at linalg level, --target pim)"
+    )
+    solve.add_argument(
+        "--target", choices=["cim", "pim"], default="cim", help="accelerator kind (default: cim)"
     )
     hw = solve.add_argument_group("hardware (default: the preset matching the profiled host)")
     hw.add_argument("--hardware", metavar="PRESET|FILE", help="preset name or TOML file")
@@ -68,8 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     hw.add_argument("--internal-gbps", type=float, help="CIM internal bandwidth, GB/s")
     hw.add_argument("--elem-bytes", type=int, help="bytes per element moved (int8: 1)")
     hw.add_argument("--crossbar-size", type=int, metavar="N", help="square crossbars of NxN cells")
+    add_pim_solve_arguments(solve.add_argument_group("PIM target (--target pim)"))
     prof = solve.add_argument_group("host latencies")
-    prof.add_argument("--profile", metavar="FILE", help="use a saved profile instead of measuring")
+    prof.add_argument(
+        "--profile", metavar="FILE", help="use a saved (nest) profile instead of measuring"
+    )
     _profiling_options(prof)
     sol = solve.add_argument_group("solver (HiGHS)")
     sol.add_argument("--time-limit", type=float, default=600.0, help="seconds (default 600)")
@@ -80,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--details", action="store_true", help="print the per-operator schedule")
     out.add_argument("--solver-log", action="store_true", help="stream HiGHS's log to stderr")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    solve.set_defaults(handler=_cmd_solve)
+    solve.set_defaults(handler=_cmd_solve_target)
 
     profile = sub.add_parser(
         "profile",
@@ -88,11 +94,31 @@ def _parser() -> argparse.ArgumentParser:
         description="Profile every operator of an ONNX model with ONNX Runtime on this machine "
         "(median of N runs after warm-up) and save a profile reusable with 'solve --profile'.",
     )
-    profile.add_argument("model", help="ONNX file with static shapes")
+    profile.add_argument(
+        "model", help="ONNX file with static shapes (or .mlir at linalg level, --target pim)"
+    )
     profile.add_argument("-o", "--output", required=True, metavar="FILE", help="profile JSON")
+    profile.add_argument(
+        "--target",
+        choices=["cim", "pim"],
+        default="cim",
+        help="cim: per-operator ONNX Runtime latencies (default); pim: per-loop-nest MLIR JIT"
+        " times and Table 1 counters",
+    )
     _profiling_options(profile)
     profile.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    profile.set_defaults(handler=_cmd_profile)
+    profile.set_defaults(handler=_cmd_profile_target)
+
+    nests = sub.add_parser(
+        "nests",
+        help="list the loop nests the MLIR lowering materializes (the PIM decision units)",
+        description="Lower an ONNX (or linalg-level .mlir) model with torch-mlir to bufferized"
+        " parallel loops and print one row per loop nest.",
+    )
+    nests.add_argument("model", help="ONNX file with static shapes, or .mlir at linalg level")
+    nests.add_argument("--json", metavar="FILE", help="write the nests as JSON")
+    nests.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    nests.set_defaults(handler=_cmd_nests)
 
     presets = sub.add_parser("presets", help="list the hardware presets")
     presets.set_defaults(handler=_cmd_presets)
@@ -109,6 +135,31 @@ def _profiling_options(group: argparse._ActionsContainer) -> None:
         default="all",
         help="ORT graph optimization level (default all)",
     )
+
+
+def _cmd_solve_target(args: argparse.Namespace) -> int:
+    from placement.cli_pim import cmd_solve_pim, pim_only_flags_given
+
+    if args.target == "pim":
+        return cmd_solve_pim(args)
+    flags = pim_only_flags_given(args)
+    if flags:
+        raise PlacementError(f"{', '.join(flags)}: PIM option(s), need --target pim")
+    return _cmd_solve(args)
+
+
+def _cmd_profile_target(args: argparse.Namespace) -> int:
+    if args.target == "pim":
+        from placement.cli_pim import cmd_profile_pim
+
+        return cmd_profile_pim(args)
+    return _cmd_profile(args)
+
+
+def _cmd_nests(args: argparse.Namespace) -> int:
+    from placement.cli_pim import cmd_nests
+
+    return cmd_nests(args)
 
 
 def _cmd_presets(args: argparse.Namespace) -> int:

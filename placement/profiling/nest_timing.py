@@ -69,15 +69,14 @@ def time_nests(
     """Measure each nest's host time: median over ``runs`` after ``warmup`` runs."""
     if runs < 1 or warmup < 0:
         raise PlacementError(f"runs must be >= 1 and warmup >= 0 (got {runs}, {warmup})")
-    from torch_mlir.execution_engine import ExecutionEngine
     from torch_mlir.runtime.np_to_memref import get_ranked_memref_descriptor
 
     start = time.perf_counter()
     count = len(program.nests)
-    engine, callbacks, state = _compile(program, count, ExecutionEngine)
+    engine, callbacks, state = _compile(program, count)
     compiled = time.perf_counter()
 
-    arrays = _arguments(program, seed)
+    arrays = program_arguments(program, seed)
     descriptors = [get_ranked_memref_descriptor(a) for a in arrays]
     pointers = [ctypes.pointer(ctypes.pointer(d)) for d in descriptors]
     packed = (ctypes.c_void_p * len(pointers))(*[ctypes.cast(p, ctypes.c_void_p) for p in pointers])
@@ -143,10 +142,24 @@ def time_nests(
 # --------------------------------------------------------------------------- compilation
 
 
-def _compile(program: LoweredProgram, count: int, engine_cls: Any) -> tuple[Any, Any, Any]:
+def jit_with_markers(
+    program: LoweredProgram,
+    enter: Callable[[int], None],
+    exit_: Callable[[int], None],
+    *,
+    calibration: bool = False,
+) -> tuple[Any, Any]:
+    """JIT ``program`` with ``enter(k)``/``exit_(k)`` called around nest ``k``.
+
+    Returns the engine and the ctypes callbacks, which the caller must keep
+    alive while the JIT code runs. With ``calibration`` the module also gets
+    ``placement_calibrate()`` (marker pairs with no work, as nest ``len(nests)``).
+    """
     from torch_mlir import ir
+    from torch_mlir.execution_engine import ExecutionEngine
     from torch_mlir.passmanager import PassManager
 
+    count = len(program.nests)
     ctx = new_context()
     with ctx:
         module = ir.Module.parse(program.module_text)
@@ -161,15 +174,22 @@ def _compile(program: LoweredProgram, count: int, engine_cls: Any) -> tuple[Any,
                 program.func_name
             ):
                 op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-        _add_calibration(module, count)
+        if calibration:
+            _add_calibration(module, count)
         try:
             PassManager.parse(TO_LLVM).run(module.operation)
         except Exception as exc:
             raise PlacementError(
                 f"{program.source}: lowering to LLVM failed ({_line(exc)})"
             ) from None
-        engine = engine_cls(module, opt_level=2)
+        engine = ExecutionEngine(module, opt_level=2)
+    callbacks = (_MARKER(enter), _MARKER(exit_))
+    engine.register_runtime(ENTER, callbacks[0])
+    engine.register_runtime(EXIT, callbacks[1])
+    return engine, callbacks
 
+
+def _compile(program: LoweredProgram, count: int) -> tuple[Any, Any, Any]:
     # Plain Python lists: the callbacks are the hot path (~0.4 us per pair).
     acc = [0] * (count + 1)
     calls = [0] * (count + 1)
@@ -183,9 +203,7 @@ def _compile(program: LoweredProgram, count: int, engine_cls: Any) -> tuple[Any,
         acc[k] += clock() - starts[k]
         calls[k] += 1
 
-    callbacks = (_MARKER(enter), _MARKER(exit_))
-    engine.register_runtime(ENTER, callbacks[0])
-    engine.register_runtime(EXIT, callbacks[1])
+    engine, callbacks = jit_with_markers(program, enter, exit_, calibration=True)
     return engine, callbacks, {"acc": acc, "calls": calls}
 
 
@@ -236,7 +254,7 @@ def random_inputs(program: LoweredProgram, seed: int) -> dict[str, np.ndarray]:
     return feeds
 
 
-def _arguments(program: LoweredProgram, seed: int) -> list[np.ndarray]:
+def program_arguments(program: LoweredProgram, seed: int) -> list[np.ndarray]:
     feeds = random_inputs(program, seed)
     arrays = []
     for arg in program.args:

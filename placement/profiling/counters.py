@@ -1,0 +1,496 @@
+"""Table 1 hardware events per loop nest (Torch-PIM, Section 4.3): availability, counting, files.
+
+Counting uses Linux ``perf_event_open(2)`` through a ctypes syscall (no PAPI, no ``perf``
+binary). The five events of Table 1 are opened as one group with a *pinned* leader, so
+they are never multiplexed: a group that does not fit on the PMU goes into an error state
+and is reported, never scaled up (the paper: "no counter is multiplexed"). The group is
+read at every ``placement_nest_enter``/``placement_nest_exit`` marker of the JIT-compiled
+program (the same markers :mod:`placement.profiling.nest_timing` times with) and the
+differences are accumulated per nest. This is a separate run from the timing run, as in
+the paper, so counter reads never inflate ``T_cpu``.
+
+Raw encodings (``config = event | umask << 8 | cmask << 24``, Intel core PMU), Ice Lake
+(family 6, models 0x6a/0x6c Ice Lake-SP/D, 0x7d/0x7e client), taken from Intel's published
+event lists (perfmon ``icelake``/``icelakex`` pipeline and cache files):
+
+=================================  =====  =====  =====  ============
+event                              event  umask  cmask  raw config
+=================================  =====  =====  =====  ============
+offcore_requests.all_data_rd       0xb0   0x08   -      0x000008b0
+exe_activity.bound_on_stores       0xa6   0x40   2      0x020040a6
+cycle_activity.stalls_total        0xa3   0x04   4      0x040004a3
+exe_activity.1_ports_util          0xa6   0x02   -      0x000002a6
+exe_activity.2_ports_util          0xa6   0x04   -      0x000004a6
+=================================  =====  =====  =====  ============
+
+UNVERIFIED ON HARDWARE: the machine this was written on is a VM without a virtual PMU,
+so only the reading mechanism was exercised (with software events, see the tests). On
+any other CPU the raw codes differ and counting is reported unavailable with the reason;
+counters measured elsewhere can be loaded with :func:`load_counters`.
+
+Counter files (``--counters FILE``), keyed by nest id:
+
+* CSV: a header with ``nest_id`` and the five event names (case-insensitive; a PAPI
+  ``component::`` prefix is accepted), one row per nest. Extra columns are ignored.
+* JSON: ``{"<nest id>": {"<event>": count, ...}, ...}``, optionally wrapped as
+  ``{"counters": {...}}``.
+
+Nests absent from the file get no counters (the rule then reports C3/C4 "not evaluated").
+"""
+
+from __future__ import annotations
+
+import csv
+import ctypes
+import errno
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import struct
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from placement.errors import PlacementError
+from placement.rules import (
+    EV_1_PORTS_UTIL,
+    EV_2_PORTS_UTIL,
+    EV_BOUND_ON_STORES,
+    EV_OFFCORE_RD,
+    EV_STALLS_TOTAL,
+    TABLE1_EVENTS,
+)
+
+if TYPE_CHECKING:
+    from placement.profiling.mlir import LoweredProgram
+
+PERF_TYPE_HARDWARE = 0
+PERF_TYPE_SOFTWARE = 1
+PERF_TYPE_RAW = 4
+PERF_COUNT_HW_CPU_CYCLES = 0
+PERF_COUNT_SW_TASK_CLOCK = 1
+PERF_COUNT_SW_PAGE_FAULTS = 2
+
+_FORMAT_TOTAL_TIME_ENABLED = 1
+_FORMAT_TOTAL_TIME_RUNNING = 2
+_FORMAT_GROUP = 8
+_FLAG_DISABLED = 1 << 0
+_FLAG_PINNED = 1 << 2
+_FLAG_EXCLUDE_KERNEL = 1 << 5  # perf_event_paranoid 2 allows user-space counting only
+_FLAG_EXCLUDE_HV = 1 << 6
+_IOC_ENABLE = 0x2400
+_IOC_DISABLE = 0x2401
+_IOC_RESET = 0x2403
+_SYSCALL = {"x86_64": 298, "amd64": 298, "aarch64": 241, "arm64": 241}
+
+ICELAKE_MODELS = {
+    0x6A: "Ice Lake-SP",
+    0x6C: "Ice Lake-D",
+    0x7D: "Ice Lake (client)",
+    0x7E: "Ice Lake (client)",
+}
+
+
+@dataclass(frozen=True)
+class PerfEvent:
+    name: str  # a Table 1 name (lower case), or any label for generic events
+    type: int  # PERF_TYPE_*
+    config: int
+
+
+ICELAKE_TABLE1: tuple[PerfEvent, ...] = (
+    PerfEvent(EV_OFFCORE_RD, PERF_TYPE_RAW, 0x000008B0),
+    PerfEvent(EV_BOUND_ON_STORES, PERF_TYPE_RAW, 0x020040A6),
+    PerfEvent(EV_STALLS_TOTAL, PERF_TYPE_RAW, 0x040004A3),
+    PerfEvent(EV_1_PORTS_UTIL, PERF_TYPE_RAW, 0x000002A6),
+    PerfEvent(EV_2_PORTS_UTIL, PERF_TYPE_RAW, 0x000004A6),
+)
+
+
+class CountersUnavailable(Exception):
+    """Hardware counters cannot be read here; ``reason`` is one line saying why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Attr(ctypes.Structure):
+    """``struct perf_event_attr`` up to ``config1`` (PERF_ATTR_SIZE_VER0 = 64 bytes)."""
+
+    _fields_ = [
+        ("type", ctypes.c_uint32),
+        ("size", ctypes.c_uint32),
+        ("config", ctypes.c_uint64),
+        ("sample_period", ctypes.c_uint64),
+        ("sample_type", ctypes.c_uint64),
+        ("read_format", ctypes.c_uint64),
+        ("flags", ctypes.c_uint64),
+        ("wakeup_events", ctypes.c_uint32),
+        ("bp_type", ctypes.c_uint32),
+        ("config1", ctypes.c_uint64),
+    ]
+
+
+# --------------------------------------------------------------------------- perf_event_open
+
+
+def _perf_event_open(event: PerfEvent, group_fd: int, flags: int, read_format: int) -> int:
+    """The raw syscall for the calling thread on any CPU; raises OSError with errno."""
+    number = _SYSCALL.get(platform.machine().lower())
+    if number is None:
+        raise OSError(errno.ENOSYS, f"perf_event_open: unknown syscall on {platform.machine()}")
+    attr = _Attr()
+    attr.type = event.type
+    attr.size = ctypes.sizeof(_Attr)
+    attr.config = event.config
+    attr.read_format = read_format
+    attr.flags = flags
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(
+        ctypes.c_long(number), ctypes.byref(attr), ctypes.c_int(0), ctypes.c_int(-1),
+        ctypes.c_int(group_fd), ctypes.c_ulong(0),
+    )  # fmt: skip
+    if fd < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+    return int(fd)
+
+
+class PerfGroup:
+    """One event group, never multiplexed, counting user-space work of this thread.
+
+    ``read()`` returns the running totals of every event in ``events`` order; callers
+    take differences. A group that could not be scheduled whole raises
+    :class:`CountersUnavailable` on read.
+    """
+
+    def __init__(self, events: Sequence[PerfEvent]) -> None:
+        if not events:
+            raise ValueError("an event group needs at least one event")
+        self.events = tuple(events)
+        self._fds: list[int] = []
+        fmt = _FORMAT_GROUP | _FORMAT_TOTAL_TIME_ENABLED | _FORMAT_TOTAL_TIME_RUNNING
+        base = _FLAG_EXCLUDE_KERNEL | _FLAG_EXCLUDE_HV
+        try:
+            for i, event in enumerate(self.events):
+                leader = self._fds[0] if self._fds else -1
+                flags = base | (_FLAG_PINNED | _FLAG_DISABLED if i == 0 else 0)
+                self._fds.append(_perf_event_open(event, leader, flags, fmt))
+        except OSError as exc:
+            self.close()
+            name = self.events[len(self._fds)].name
+            raise CountersUnavailable(
+                f"perf_event_open({name}) failed: {exc.strerror or exc}"
+            ) from None
+        self._size = 8 * (3 + len(self.events))
+        self._unpack = struct.Struct(f"<{3 + len(self.events)}Q").unpack
+        self._ioctl(_IOC_RESET)
+        self._ioctl(_IOC_ENABLE)
+
+    def _ioctl(self, request: int) -> None:
+        import fcntl
+
+        fcntl.ioctl(self._fds[0], request, 1)  # 1 = PERF_IOC_FLAG_GROUP
+
+    def read(self) -> tuple[int, ...]:
+        data = os.read(self._fds[0], self._size)
+        if len(data) != self._size:
+            # A pinned group that lost its counters reads as end-of-file.
+            raise CountersUnavailable(
+                "the counter group could not be scheduled on the PMU without multiplexing"
+            )
+        values = self._unpack(data)
+        if values[2] != values[1]:  # time_running < time_enabled: multiplexed
+            raise CountersUnavailable("the counter group was multiplexed; counts would be scaled")
+        return values[3:]
+
+    def close(self) -> None:
+        for fd in reversed(self._fds):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds = []
+
+    def __enter__(self) -> PerfGroup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def cpu_signature() -> tuple[str, int | None, int | None]:
+    """(vendor, family, model) from /proc/cpuinfo; None where unknown."""
+    try:
+        info = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return platform.processor() or "unknown", None, None
+
+    def field(key: str) -> str | None:
+        match = re.search(rf"^{key}\s*:\s*(.+)$", info, flags=re.MULTILINE)
+        return match.group(1).strip() if match else None
+
+    def number(key: str) -> int | None:
+        value = field(key)
+        return int(value) if value is not None and value.isdigit() else None
+
+    return field("vendor_id") or "unknown", number("cpu family"), number("model")
+
+
+def paranoid_level() -> int | None:
+    try:
+        return int(Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def check_perf_events() -> None:
+    """Raise :class:`CountersUnavailable` unless this process can count hardware events."""
+    if platform.system() != "Linux":
+        raise CountersUnavailable(f"perf events need Linux, this is {platform.system()}")
+    level = paranoid_level()
+    if level is None:
+        raise CountersUnavailable(
+            "the kernel has no perf events (/proc/sys/kernel/perf_event_paranoid missing)"
+        )
+    if level > 2:
+        raise CountersUnavailable(
+            f"perf_event_paranoid is {level}: unprivileged processes may not open perf events"
+            " (set it to 2 or lower)"
+        )
+    cycles = PerfEvent("cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES)
+    try:
+        fd = _perf_event_open(cycles, -1, _FLAG_EXCLUDE_KERNEL | _FLAG_EXCLUDE_HV | 1, 0)
+    except OSError as exc:
+        code = exc.errno
+        if code in (errno.ENOENT, errno.EOPNOTSUPP, errno.ENODEV):
+            raise CountersUnavailable(
+                "this machine exposes no hardware performance counters (perf_event_open of"
+                f" the generic 'cycles' event: {exc.strerror}); typical of a virtual machine"
+                " without a virtual PMU"
+            ) from None
+        if code in (errno.EACCES, errno.EPERM):
+            raise CountersUnavailable(
+                f"opening hardware perf events is not permitted ({exc.strerror};"
+                f" perf_event_paranoid is {level})"
+            ) from None
+        raise CountersUnavailable(f"perf_event_open failed: {exc.strerror or exc}") from None
+    os.close(fd)
+
+
+def table1_events() -> tuple[PerfEvent, ...]:
+    """The Table 1 group for this CPU, opened once as a check; else CountersUnavailable."""
+    check_perf_events()
+    vendor, family, model = cpu_signature()
+    if vendor != "GenuineIntel" or family != 6 or model not in ICELAKE_MODELS:
+        shown = "unknown" if model is None else f"0x{model:x}"
+        known = ", ".join(f"0x{m:x}" for m in ICELAKE_MODELS)
+        raise CountersUnavailable(
+            "hardware counters exist, but the raw codes of the Table 1 events are known here"
+            f" only for Intel Ice Lake (family 6, model {known}); this CPU is {vendor}"
+            f" family {family} model {shown}"
+        )
+    with PerfGroup(ICELAKE_TABLE1) as group:
+        group.read()
+    return ICELAKE_TABLE1
+
+
+# --------------------------------------------------------------------------- per-nest counting
+
+
+def count_nests(
+    program: LoweredProgram,
+    events: Sequence[PerfEvent],
+    *,
+    runs: int = 5,
+    warmup: int = 1,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, dict[str, float]]:
+    """Per nest, each event accumulated over the nest's invocations in one program run
+    (median over ``runs`` after ``warmup`` runs)."""
+    if runs < 1 or warmup < 0:
+        raise PlacementError(f"runs must be >= 1 and warmup >= 0 (got {runs}, {warmup})")
+    from torch_mlir.runtime.np_to_memref import get_ranked_memref_descriptor
+
+    from placement.profiling.nest_timing import jit_with_markers, program_arguments
+
+    count = len(program.nests)
+    n_events = len(events)
+    acc = [[0] * n_events for _ in range(count)]
+    starts: list[tuple[int, ...]] = [()] * count
+    failure: list[CountersUnavailable] = []
+
+    with PerfGroup(events) as group:
+        read = group.read
+
+        def enter(k: int) -> None:
+            try:
+                starts[k] = read()
+            except CountersUnavailable as exc:  # must not raise through the JIT frame
+                failure.append(exc)
+
+        def exit_(k: int) -> None:
+            try:
+                now = read()
+            except CountersUnavailable as exc:
+                failure.append(exc)
+                return
+            if starts[k]:
+                row = acc[k]
+                for j in range(n_events):
+                    row[j] += now[j] - starts[k][j]
+
+        engine, callbacks = jit_with_markers(program, enter, exit_)
+        arrays = program_arguments(program, seed)
+        descriptors = [get_ranked_memref_descriptor(a) for a in arrays]
+        pointers = [ctypes.pointer(ctypes.pointer(d)) for d in descriptors]
+        packed = (ctypes.c_void_p * len(pointers))(
+            *[ctypes.cast(p, ctypes.c_void_p) for p in pointers]
+        )
+        entry = engine.lookup(program.func_name)
+        samples: list[list[list[int]]] = []
+        for i in range(warmup + runs):
+            for row in acc:
+                row[:] = [0] * n_events
+            entry(packed)
+            if failure:
+                raise failure[0]
+            if i >= warmup:
+                samples.append([list(row) for row in acc])
+                if progress is not None:
+                    progress(i - warmup + 1, runs)
+        del callbacks, engine
+    return {
+        nest.id: {
+            ev.name: float(statistics.median(s[k][j] for s in samples))
+            for j, ev in enumerate(events)
+        }
+        for k, nest in enumerate(program.nests)
+    }
+
+
+# --------------------------------------------------------------------------- counter files
+
+
+def event_key(name: str) -> str:
+    """Canonical event name: lower case, PAPI ``component::`` prefix stripped."""
+    return name.strip().lower().rsplit("::", 1)[-1]
+
+
+def load_counters(path: str | Path, nest_ids: Iterable[str]) -> dict[str, dict[str, float]]:
+    """Table 1 counters per nest from a CSV or JSON file; one-line errors naming the fault."""
+    path = Path(path)
+    ids = list(nest_ids)
+    if not path.exists():
+        raise PlacementError(f"{path}: no such counters file")
+    if path.is_dir():
+        raise PlacementError(f"{path}: is a directory, expected a counters .csv or .json file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlacementError(f"{path}: cannot read counters ({exc})") from None
+    if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+        table = _parse_json(text, path)
+    else:
+        table = _parse_csv(text, path)
+    known = set(ids)
+    unknown = [nid for nid in table if nid not in known]
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (
+            f" (+{len(unknown) - 5} more)" if len(unknown) > 5 else ""
+        )
+        span = f"{ids[0]}..{ids[-1]}" if ids else "none"
+        raise PlacementError(
+            f"{path}: unknown nest id(s) {shown}; this model's nests are {span}"
+            " (see `placement nests MODEL`)"
+        )
+    return {nid: table[nid] for nid in ids if nid in table}
+
+
+def _parse_csv(text: str, path: Path) -> dict[str, dict[str, float]]:
+    rows = list(csv.reader(line for line in text.splitlines() if line.strip()))
+    if not rows:
+        raise PlacementError(f"{path}: empty counters file; expected a header row")
+    header = [event_key(h) for h in rows[0]]
+    needed = ("nest_id", *TABLE1_EVENTS)
+    missing = [c for c in needed if c not in header]
+    if missing:
+        raise PlacementError(f"{path}: missing column(s) {', '.join(missing)}")
+    dupes = sorted({c for c in needed if header.count(c) > 1})
+    if dupes:
+        raise PlacementError(f"{path}: column(s) {', '.join(dupes)} appear more than once")
+    col = {c: header.index(c) for c in needed}
+    table: dict[str, dict[str, float]] = {}
+    for line_no, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise PlacementError(
+                f"{path}: line {line_no} has {len(row)} fields, the header has {len(header)}"
+            )
+        nid = row[col["nest_id"]].strip()
+        if not nid:
+            raise PlacementError(f"{path}: line {line_no}: empty nest_id")
+        if nid in table:
+            raise PlacementError(f"{path}: line {line_no}: nest {nid!r} appears twice")
+        table[nid] = {
+            ev: _count(row[col[ev]], f"{path}: line {line_no}, nest {nid!r}, column {ev}")
+            for ev in TABLE1_EVENTS
+        }
+    return table
+
+
+def _parse_json(text: str, path: Path) -> dict[str, dict[str, float]]:
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise PlacementError(f"{path}: not a JSON counters file ({reason})") from None
+    if isinstance(data, dict) and isinstance(data.get("counters"), dict):
+        data = data["counters"]
+    if not isinstance(data, dict):
+        raise PlacementError(f"{path}: expected an object of nest id -> {{event: count}}")
+    table: dict[str, dict[str, float]] = {}
+    for nid, events in data.items():
+        if not isinstance(events, dict):
+            raise PlacementError(f"{path}: nest {nid!r}: expected an object of event -> count")
+        by_key = {event_key(k): v for k, v in events.items()}
+        missing = [e for e in TABLE1_EVENTS if e not in by_key]
+        if missing:
+            raise PlacementError(f"{path}: nest {nid!r}: missing event(s) {', '.join(missing)}")
+        table[nid] = {
+            e: _count(by_key[e], f"{path}: nest {nid!r}, event {e}") for e in TABLE1_EVENTS
+        }
+    return table
+
+
+def _count(value: Any, where: str) -> float:
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            raise PlacementError(f"{where}: empty value")
+        try:
+            value = float(text)
+        except ValueError:
+            raise PlacementError(f"{where}: not a number: {text!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PlacementError(f"{where}: not a number: {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise PlacementError(f"{where}: must be a count >= 0, got {value!r}")
+    return float(value)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a valid count")
+
+
+def counters_to_json(counters: Mapping[str, Mapping[str, float]] | None) -> Any:
+    return None if counters is None else {k: dict(v) for k, v in counters.items()}

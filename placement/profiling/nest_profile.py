@@ -1,0 +1,268 @@
+"""Per-nest host profiles of the PIM path and their JSON file format.
+
+A nest profile holds the loop nests a lowering materialized (as
+:class:`~placement.nests.LoopNest` JSON), the host time ``T_cpu`` of each (seconds,
+all invocations, from :func:`~placement.profiling.nest_timing.time_nests`) and the
+Table 1 counters of each nest, or none with the reason. Like
+:class:`~placement.profiling.profile_file.HostProfile` it is tied to the exact model
+file by SHA-256 and written atomically.
+
+File format (JSON object, written with indentation)::
+
+    {
+      "format": "placement-nest-profile",
+      "version": 1,
+      "model_path": "model.onnx",
+      "model_sha256": "<64 hex digits>",
+      "source_kind": "onnx",             # or "mlir"
+      "nests": [<LoopNest JSON>, ...],   # program order
+      "t_cpu": {"n000": 1.2e-05, ...},
+      "counters": {"n000": {"offcore_requests.all_data_rd": 123, ...}, ...} | null,
+      "counter_source": "measured" | "file" | "unavailable: <reason>",
+      "metadata": {"torch_mlir_version": ..., "runs": ..., "date": ..., "machine": ...,
+                   "marker_pair_ns": ..., ...}
+    }
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from placement.errors import PlacementError
+from placement.nests import LoopNest
+from placement.profiling.counters import event_key
+from placement.rules import TABLE1_EVENTS
+
+FORMAT_NAME = "placement-nest-profile"
+FORMAT_VERSION = 1
+MEASURED, FILE, UNAVAILABLE = "measured", "file", "unavailable"
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass
+class NestProfile:
+    """Loop nests of one model with their host times and (optionally) counters."""
+
+    nests: list[LoopNest]
+    t_cpu: dict[str, float]
+    counters: dict[str, dict[str, float]] | None
+    counter_source: str  # "measured" | "file" | "unavailable: <reason>"
+    model_sha256: str
+    model_path: str
+    source_kind: str  # "onnx" | "mlir"
+    metadata: dict[str, Any]
+    # Where the profile was loaded from (not stored in the file): lets messages name it.
+    source: str | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def nest_ids(self) -> list[str]:
+        return [n.id for n in self.nests]
+
+    @property
+    def counters_unavailable_reason(self) -> str | None:
+        prefix = f"{UNAVAILABLE}: "
+        if self.counter_source.startswith(prefix):
+            return self.counter_source[len(prefix) :]
+        return None
+
+    @property
+    def cpu_only(self) -> float:
+        return math.fsum(self.t_cpu.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "model_path": self.model_path,
+            "model_sha256": self.model_sha256,
+            "source_kind": self.source_kind,
+            "nests": [n.to_json() for n in self.nests],
+            "t_cpu": self.t_cpu,
+            "counters": self.counters,
+            "counter_source": self.counter_source,
+            "metadata": self.metadata,
+        }
+
+    def save(self, path: str | Path) -> None:
+        """Write the profile as JSON, atomically (temp file + rename): never half a file."""
+        path = Path(path)
+        try:
+            text = json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n"
+        except (TypeError, ValueError) as exc:
+            raise PlacementError(f"{path}: cannot write nest profile ({exc})") from None
+        write_text_atomic(path, text, "nest profile")
+
+    @classmethod
+    def load(cls, path: str | Path) -> NestProfile:
+        """Read a nest profile; any problem is a one-line PlacementError naming the file."""
+        path = Path(path)
+        if not path.exists():
+            raise PlacementError(f"{path}: no such nest profile file")
+        if path.is_dir():
+            raise PlacementError(f"{path}: is a directory, expected a nest profile .json file")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PlacementError(f"{path}: cannot read nest profile ({exc})") from None
+        try:
+            data = json.loads(text, parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            raise PlacementError(f"{path}: not a JSON nest profile ({reason})") from None
+        return cls._from_json(data, path)
+
+    @classmethod
+    def _from_json(cls, data: Any, path: Path) -> NestProfile:
+        def bad(what: str) -> PlacementError:
+            return PlacementError(f"{path}: invalid nest profile: {what}")
+
+        if not isinstance(data, dict):
+            raise bad("expected a JSON object")
+        if data.get("format") != FORMAT_NAME:
+            hint = (
+                " (this is a CIM host profile; use --target cim)"
+                if data.get("format") == "placement-host-profile"
+                else ""
+            )
+            raise bad(f"'format' is not {FORMAT_NAME!r}{hint}")
+        version = data.get("version")
+        if version != FORMAT_VERSION:
+            raise PlacementError(
+                f"{path}: nest profile format version {version!r} is not supported (expected"
+                f" {FORMAT_VERSION}); re-run `placement profile --target pim` to measure it again"
+            )
+        for key in ("model_path", "model_sha256", "source_kind", "nests", "t_cpu",
+                    "counters", "counter_source", "metadata"):  # fmt: skip
+            if key not in data:
+                raise bad(f"missing key {key!r}")
+        if not isinstance(data["model_path"], str):
+            raise bad("'model_path' must be a string")
+        sha = data["model_sha256"]
+        if not isinstance(sha, str) or not _SHA256.match(sha):
+            raise bad("'model_sha256' must be 64 lowercase hex digits")
+        if data["source_kind"] not in ("onnx", "mlir"):
+            raise bad("'source_kind' must be 'onnx' or 'mlir'")
+        raw_nests = data["nests"]
+        if not isinstance(raw_nests, list) or not raw_nests:
+            raise bad("'nests' must be a non-empty list of loop nests")
+        nests = []
+        for i, raw in enumerate(raw_nests):
+            try:
+                nests.append(LoopNest.from_json(raw))
+            except (TypeError, KeyError, ValueError, AttributeError) as exc:
+                raise bad(f"nest #{i} is not a loop nest ({type(exc).__name__}: {exc})") from None
+        ids = [n.id for n in nests]
+        if len(set(ids)) != len(ids):
+            raise bad("nest ids are not unique")
+        t_cpu = data["t_cpu"]
+        if not isinstance(t_cpu, dict):
+            raise bad("'t_cpu' must be an object of nest id -> seconds")
+        extra = [k for k in t_cpu if k not in set(ids)]
+        if extra:
+            raise bad(f"'t_cpu' names unknown nest {extra[0]!r}")
+        for nid in ids:
+            if nid not in t_cpu:
+                raise bad(f"nest {nid!r} has no 't_cpu'")
+            if not _is_time(t_cpu[nid]):
+                raise bad(f"'t_cpu' of nest {nid!r} must be a non-negative number of seconds")
+        source = data["counter_source"]
+        if not isinstance(source, str) or not (
+            source in (MEASURED, FILE) or source.startswith(f"{UNAVAILABLE}: ")
+        ):
+            raise bad("'counter_source' must be 'measured', 'file' or 'unavailable: <reason>'")
+        counters = data["counters"]
+        if counters is not None:
+            counters = _check_counters(counters, set(ids), bad)
+        if (counters is None) != source.startswith(UNAVAILABLE):
+            raise bad("'counters' must be null exactly when 'counter_source' is 'unavailable'")
+        if not isinstance(data["metadata"], dict):
+            raise bad("'metadata' must be an object")
+        return cls(
+            nests=nests,
+            t_cpu={k: float(t_cpu[k]) for k in ids},
+            counters=counters,
+            counter_source=source,
+            model_sha256=sha,
+            model_path=data["model_path"],
+            source_kind=data["source_kind"],
+            metadata=data["metadata"],
+            source=str(path),
+        )
+
+    def check_matches(self, sha256: str, path_for_message: str) -> None:
+        """Refuse a profile measured on a different model file (hash mismatch)."""
+        if sha256 == self.model_sha256:
+            return
+        where = f"nest profile {self.source}" if self.source else "the nest profile"
+        fresh = Path(path_for_message).with_suffix(".nests.json")
+        raise PlacementError(
+            f"{where} was measured on {self.model_path} (sha256 {self.model_sha256[:12]}), "
+            f"not on {path_for_message} (sha256 {sha256[:12]}); "
+            f"re-run `placement profile {path_for_message} --target pim -o {fresh}`"
+        )
+
+
+def _check_counters(counters: Any, ids: set[str], bad: Any) -> dict[str, dict[str, float]]:
+    if not isinstance(counters, dict):
+        raise bad("'counters' must be an object of nest id -> {event: count} or null")
+    out: dict[str, dict[str, float]] = {}
+    for nid, events in counters.items():
+        if nid not in ids:
+            raise bad(f"'counters' names unknown nest {nid!r}")
+        if not isinstance(events, dict):
+            raise bad(f"counters of nest {nid!r} must be an object of event -> count")
+        row = {event_key(k): v for k, v in events.items()}
+        missing = [e for e in TABLE1_EVENTS if e not in row]
+        if missing:
+            raise bad(f"counters of nest {nid!r} miss event(s) {', '.join(missing)}")
+        for e in TABLE1_EVENTS:
+            if not _is_time(row[e]):  # same test: finite, >= 0
+                raise bad(f"counter {e} of nest {nid!r} must be a count >= 0")
+        out[nid] = {e: float(row[e]) for e in TABLE1_EVENTS}
+    return out
+
+
+def write_text_atomic(path: Path, text: str, what: str) -> None:
+    """Temp file beside ``path``, fsync, rename: a failure leaves no partial file."""
+    directory = path.parent if str(path.parent) else Path(".")
+    tmp_name = None
+    try:
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=directory, prefix=f".{path.name}.", suffix=".tmp",
+            delete=False,
+        ) as fh:  # fmt: skip
+            tmp_name = fh.name
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, path)
+        tmp_name = None
+    except OSError as exc:
+        raise PlacementError(f"{path}: cannot write {what} ({exc.strerror or exc})") from None
+    finally:
+        if tmp_name is not None:
+            try:
+                os.unlink(tmp_name)
+            except OSError:
+                pass
+
+
+def _is_time(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a valid number")
