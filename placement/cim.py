@@ -16,8 +16,14 @@ from typing import Any, TextIO
 import pyomo.environ as pyo
 
 from placement.errors import PlacementError
+from placement.heuristics import heuristic_schedule
 from placement.instance import CimInstance
-from placement.models.cim import build_cim_model, extract_schedule
+from placement.models.cim import (
+    build_cim_model,
+    extract_schedule,
+    formulation_families,
+    start_values,
+)
 from placement.schedule import CimSchedule
 from placement.solvers.highs import solve_model
 from placement.solvers.result import SolveResult, SolveStatus
@@ -74,17 +80,36 @@ def solve_cim(
     rel_gap: float = 1e-4,
     threads: int | None = None,
     tee: bool | list[TextIO] = False,  # True: stdout; or streams for HiGHS's log
+    formulation: str = "faithful",
+    warm_start: bool = False,
 ) -> CimPlacement:
     """Optimal (or, with a time limit, best found) placement of ``instance``, verified.
 
     ``model`` is a model from ``build_cim_model(instance)`` that the caller may
-    have extended with constraints of their own; by default one is built here.
+    have extended with constraints of their own; by default one is built here
+    with the families of ``formulation`` (see ``FORMULATIONS``).
     The verifier still checks the paper's constraints only, so a user's extra
     constraints can only make the reported placement more restricted, never wrong.
+
+    ``warm_start``: run the list-scheduling heuristic first and give its schedule
+    to HiGHS as a MIP start. A time-limited solve then never reports a placement
+    worse than the heuristic's (should HiGHS end without one that good, the
+    verified heuristic schedule is returned, with HiGHS's bound).
+    The result's ``options`` record ``formulation``, ``heuristic_makespan`` and
+    ``heuristic_seconds`` (when the heuristic ran) and ``start`` (HiGHS's verdict).
     """
+    families = formulation_families(formulation)
+    heuristic: CimSchedule | None = None
+    heuristic_seconds = 0.0
+    if warm_start or (model is None and "window_big_m" in families):
+        tick = time.perf_counter()
+        heuristic = heuristic_schedule(instance)
+        heuristic_seconds = time.perf_counter() - tick
     tick = time.perf_counter()
     if model is None:
-        model = build_cim_model(instance)
+        upper = heuristic.makespan if heuristic is not None else None
+        model = build_cim_model(instance, families=families, upper_bound=upper)
+    start = start_values(model, instance, heuristic) if warm_start and heuristic else None
     build_seconds = time.perf_counter() - tick
     raw = solve_model(
         model,
@@ -93,7 +118,13 @@ def solve_cim(
         threads=threads,
         build_seconds=build_seconds,
         tee=tee,
+        start=start,
     )
+    extra: dict[str, object] = {"formulation": formulation}
+    if heuristic is not None:
+        extra["heuristic_makespan"] = heuristic.makespan
+        extra["heuristic_seconds"] = heuristic_seconds
+    raw = dataclasses.replace(raw, options={**raw.options, **extra})
     unit = pyo.value(model.time_unit)
     result = dataclasses.replace(
         raw,
@@ -110,6 +141,9 @@ def solve_cim(
             f"HiGHS declared the CIM model infeasible ({result.message}), but placing every"
             " operator on the host is always feasible: solver error"
         )
+    if warm_start and heuristic is not None and result.status != SolveStatus.OPTIMAL:
+        if result.objective is None or result.objective > heuristic.makespan:
+            return _heuristic_placement(instance, result, heuristic, cpu_only)
     if not result.status.has_solution:
         return CimPlacement(instance, result, None, None, cpu_only)
 
@@ -118,6 +152,25 @@ def solve_cim(
     verification = verify_cim(instance, schedule, claimed_makespan=result.objective)
     verification.raise_if_failed()
     return CimPlacement(instance, result, schedule, verification, cpu_only)
+
+
+def _heuristic_placement(
+    instance: CimInstance, result: SolveResult, heuristic: CimSchedule, cpu_only: float
+) -> CimPlacement:
+    """HiGHS stopped without an incumbent as good as its start: report the start itself."""
+    objective = heuristic.makespan
+    bound = result.best_bound
+    gap = None
+    if bound is not None and objective > 0:
+        gap = max(objective - bound, 0.0) / objective
+    note = "heuristic schedule reported (HiGHS had no better incumbent)"
+    message = f"{result.message}; {note}" if result.message else note
+    result = dataclasses.replace(
+        result, status=SolveStatus.TIME_LIMIT, objective=objective, gap=gap, message=message
+    )
+    verification = verify_cim(instance, heuristic, claimed_makespan=objective)
+    verification.raise_if_failed()
+    return CimPlacement(instance, result, heuristic, verification, cpu_only)
 
 
 def _tighten_incumbent(result: SolveResult, schedule: CimSchedule) -> SolveResult:

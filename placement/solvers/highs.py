@@ -12,7 +12,9 @@ be scaled so that this is negligible (the CIM model is; see
 from __future__ import annotations
 
 import math
+import re
 import time
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 import pyomo.environ as pyo
@@ -60,10 +62,17 @@ def solve_model(
     threads: int | None = None,
     build_seconds: float = 0.0,
     tee: bool | list[TextIO] = False,  # True: stdout; or streams for HiGHS's log
+    start: Mapping[Any, float] | None = None,
 ) -> SolveResult:
     """Solve ``model`` with HiGHS; load the incumbent into it when there is one.
 
     Objective and bound are in the model's own objective units.
+
+    ``start``: a MIP start, values by variable (a ``ComponentMap``; Pyomo variables
+    are not hashable). Variables that are no solver column (fixed ones) are skipped.
+    Whether HiGHS accepted it is recorded as ``options["start"]``: "accepted" when
+    its log says the start is feasible, else "rejected" (then the solve simply runs
+    without one).
     """
     if time_limit is not None and not (time_limit > 0 and math.isfinite(time_limit)):
         raise PlacementError(f"time limit must be a positive number of seconds, got {time_limit!r}")
@@ -94,6 +103,12 @@ def solve_model(
     try:
         if threads is not None:
             _reset_thread_pool()
+        extra: dict[str, Any] = {}
+        if start is not None:
+            _set_start(solver, model, start)
+            # The start lives in the highspy model; any automatic update at solve() would
+            # reset it (measured: silently dropped). Nothing changed since set_instance.
+            extra["auto_updates"] = dict.fromkeys(_AUTO_UPDATES, False)
         res = solver.solve(
             model,
             tee=tee,
@@ -102,10 +117,13 @@ def solve_model(
             threads=threads,
             load_solutions=False,
             raise_exception_on_nonoptimal_result=False,
+            **extra,
         )
     except Exception as exc:  # the interface or HiGHS failed: report, do not crash the caller
         return result(SolveStatus.ERROR, time.perf_counter() - tick, f"HiGHS failed: {exc}")
     seconds = res.timing_info.wall_time or (time.perf_counter() - tick)
+    if start is not None:
+        options["start"] = _start_verdict(getattr(res, "solver_log", "") or "")
 
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
@@ -130,6 +148,60 @@ def solve_model(
         return result(SolveStatus.INFEASIBLE, seconds, words)
     # Anything else, including "infeasible or unbounded": the solver's words, no claim.
     return result(SolveStatus.ERROR, seconds, words, **values)
+
+
+_AUTO_UPDATES = (
+    "check_for_new_or_removed_constraints",
+    "check_for_new_or_removed_vars",
+    "check_for_new_or_removed_params",
+    "check_for_new_objective",
+    "update_constraints",
+    "update_vars",
+    "update_parameters",
+    "update_named_expressions",
+    "update_objective",
+)
+#: HiGHS's log line when a user-given MIP start (possibly repaired by an LP over the
+#: continuous variables with the start's integer values) became its incumbent.
+_START_ACCEPTED = "MIP start solution is feasible"
+_START_CHECK = re.compile(r"(Col|Integer|Row)\s+infeasibilities\s+(\d+)")
+
+
+def _start_verdict(log: str) -> str:
+    """"accepted" or "rejected", from HiGHS's log.
+
+    When presolve solves the whole MIP HiGHS never prints the acceptance line; its
+    feasibility check of the given start (printed first) then decides.
+    """
+    if _START_ACCEPTED in log:
+        return "accepted"
+    head, sep, tail = log.partition("Assessing feasibility of MIP")
+    counts = _START_CHECK.findall(tail.split("Presolving", 1)[0]) if sep else []
+    if len(counts) == 3 and all(int(n) == 0 for _, n in counts):
+        return "accepted"
+    return "rejected"
+
+
+def _set_start(solver: Any, model: pyo.Block, start: Mapping[Any, float]) -> None:
+    """Load ``model`` into the persistent solver and hand ``start`` to highspy.
+
+    Uses the interface's variable-to-column map (private in Pyomo 6.10; no public API
+    exists for a MIP start in the contrib HiGHS interface).
+    """
+    import numpy as np
+
+    solver.set_instance(model)
+    columns = solver._pyomo_var_to_solver_var_map
+    index, value = [], []
+    for var, val in start.items():
+        col = columns.get(id(var))
+        if col is not None and val is not None:
+            index.append(col)
+            value.append(float(val))
+    if index:
+        solver._solver_model.setSolution(
+            len(index), np.array(index, dtype=np.int32), np.array(value, dtype=np.float64)
+        )
 
 
 def _reset_thread_pool() -> None:

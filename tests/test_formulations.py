@@ -1,0 +1,323 @@
+"""Tightened CIM formulations, the list-scheduling heuristic and the HiGHS warm start.
+
+Every formulation and every tightening family alone must reach the faithful model's
+optimum, which the brute-force oracle confirms; the heuristic is always feasible and
+never below the optimum; a warm start is really used by HiGHS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+
+import pyomo.environ as pyo
+import pytest
+from oracles import brute_force_makespan, random_instance
+
+import placement.cim as cim_mod
+from placement.cim import solve_cim
+from placement.errors import PlacementError
+from placement.heuristics import heuristic_schedule
+from placement.instance import CimEdge, CimInstance, CimOperator
+from placement.models.cim import (
+    FAITHFUL_FAMILIES,
+    FAMILY_BUILDERS,
+    FAMILY_COMPONENTS,
+    FORMULATIONS,
+    TIGHTENED_FAMILIES,
+    TIGHTENING_FAMILIES,
+    build_cim_model,
+    cim_model_size,
+    formulation_families,
+    set_family_active,
+    start_values,
+)
+from placement.solvers.highs import _start_verdict, solve_model
+from placement.solvers.result import SolveStatus
+from placement.verify import verify_cim
+
+MS = 1e-3
+SEEDS = list(range(36))
+
+
+def branched(seed: int) -> CimInstance:
+    """Random DAGs with parallel branches, 3..8 operators (brute force stays fast)."""
+    rng = random.Random(5000 + seed)
+    return random_instance(rng, 3 + seed % 6, edge_prob=(0.15, 0.3, 0.5)[seed % 3])
+
+
+_OPTIMA: dict[int, float] = {}
+
+
+def optimum(seed: int) -> float:
+    if seed not in _OPTIMA:
+        _OPTIMA[seed] = brute_force_makespan(branched(seed))[0]
+    return _OPTIMA[seed]
+
+
+def diamond() -> CimInstance:
+    """a -> {b, c} -> d -> e: bottlenecks a, d, e; b and c parallel."""
+    ops = [
+        CimOperator("a", 1 * MS, 0.5 * MS, 2),
+        CimOperator("b", 2 * MS, 0.5 * MS, 3),
+        CimOperator("c", 3 * MS),
+        CimOperator("d", 1 * MS, 0.2 * MS, 1),
+        CimOperator("e", 1 * MS),
+    ]
+    edges = [CimEdge(u, v, 0.1 * MS) for u, v in
+             (("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("d", "e"))]
+    return CimInstance.build(ops, edges, 4)
+
+
+# --- structure (no solver) ------------------------------------------------------------
+
+
+def test_registry_is_complete():
+    assert set(FAMILY_COMPONENTS) == set(FAMILY_BUILDERS)
+    assert FORMULATIONS == {"faithful": FAITHFUL_FAMILIES, "tightened": TIGHTENED_FAMILIES}
+    assert set(TIGHTENING_FAMILIES) <= set(TIGHTENED_FAMILIES)
+    assert "ordering" not in TIGHTENED_FAMILIES  # dominated by the window rows
+    assert formulation_families("tightened") == TIGHTENED_FAMILIES
+    with pytest.raises(PlacementError, match="unknown CIM formulation 'tight'"):
+        formulation_families("tight")
+
+
+def test_default_model_stays_faithful():
+    m = build_cim_model(diamond())
+    assert m.families == FAITHFUL_FAMILIES
+    for family in TIGHTENING_FAMILIES:
+        for name in FAMILY_COMPONENTS[family]:
+            assert m.component(name) is None
+    assert m.component("upper_bound") is None
+
+
+def test_tightened_model_rows():
+    inst = diamond()
+    m = build_cim_model(inst, families=TIGHTENED_FAMILIES, upper_bound=6 * MS)
+    unit = pyo.value(m.time_unit)
+    assert pyo.value(m.upper_bound) * unit == pytest.approx(6 * MS)
+    assert m.component("order_uv") is None and len(m.order_uv_window) == 1
+    assert list(m.BOTTLENECK_PAIRS) == [("a", "d"), ("d", "e")]
+    # Energetic rows only where there are ancestors / descendants.
+    assert sorted(m.energetic_head) == ["b", "c", "d", "e"]
+    assert sorted(m.energetic_tail) == ["a", "b", "c", "d"]
+    # Window big-M for (b, c): UB - tail_b - head_c with head_c = 0.5 ms (a on CIM),
+    # tail_b = d (0.2 ms) + e (1 ms, host only) = 1.2 ms -> 4.3 ms.
+    row = m.order_uv_window["b", "c"]
+    coef = {id(v): c for v, c in _linear(row.body)}
+    assert abs(coef[id(m.order["b", "c"])]) * unit == pytest.approx(4.3 * MS, rel=1e-6)
+    assert pyo.value(m.big_m) * unit > 4.3 * MS
+
+
+def _linear(expr):
+    from pyomo.repn import generate_standard_repn
+
+    repn = generate_standard_repn(expr)
+    return list(zip(repn.linear_vars, repn.linear_coefs, strict=True))
+
+
+def test_window_family_without_bound_uses_heuristic():
+    inst = diamond()
+    m = build_cim_model(inst, families=(*FAITHFUL_FAMILIES, "window_big_m"))
+    ub = pyo.value(m.upper_bound) * pyo.value(m.time_unit)
+    assert ub == pytest.approx(heuristic_schedule(inst).makespan, rel=1e-8)
+    with pytest.raises(PlacementError, match="upper bound"):
+        build_cim_model(inst, families=TIGHTENED_FAMILIES, upper_bound=float("nan"))
+
+
+def test_new_families_can_be_switched_off():
+    m = build_cim_model(diamond(), families=TIGHTENED_FAMILIES, upper_bound=6 * MS)
+    before = cim_model_size(m).constraints
+    set_family_active(m, "energetic", False)
+    assert not m.energetic_head.active and not m.energetic_tail.active
+    assert cim_model_size(m).constraints == before - 8
+    set_family_active(m, "energetic", True)
+    assert cim_model_size(m).constraints == before
+
+
+def test_start_verdict_parsing():
+    accepted = "Presolving model\nMIP start solution is feasible, objective value is 1.0\n"
+    empty = ("Assessing feasibility of MIP using primal feasibility\nSolution has num max sum\n"
+             "Col     infeasibilities      0            0            0\n"
+             "Integer infeasibilities      0            0            0\n"
+             "Row     infeasibilities      0            0            0\n"
+             "Presolving model\nPresolve: Optimal\n")
+    bad = empty.replace("Row     infeasibilities      0", "Row     infeasibilities      3")
+    assert _start_verdict(accepted) == "accepted"
+    assert _start_verdict(empty) == "accepted"  # presolve solved everything
+    assert _start_verdict(bad) == "rejected"
+    assert _start_verdict("") == "rejected"
+
+
+# --- heuristic (no solver) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_heuristic_is_feasible_and_never_below_optimum(seed):
+    inst = branched(seed)
+    sched = heuristic_schedule(inst)
+    check = verify_cim(inst, sched, claimed_makespan=sched.makespan)
+    assert check.ok, check.violations
+    assert sched.makespan >= optimum(seed) * (1 - 1e-9)
+    assert sched.makespan <= inst.cpu_only_latency * (1 + 1e-9)  # all-host is a start
+
+
+def test_heuristic_is_mostly_optimal_on_small_graphs():
+    hits = sum(
+        heuristic_schedule(branched(s)).makespan <= optimum(s) * (1 + 1e-9) for s in SEEDS
+    )
+    assert hits >= 0.85 * len(SEEDS)  # measured: 34 of 36
+
+
+def test_heuristic_is_deterministic():
+    inst = random_instance(random.Random(9), 30, edge_prob=0.1)
+    a, b = heuristic_schedule(inst), heuristic_schedule(inst)
+    assert a.makespan == b.makespan and a.on_host == b.on_host and a.start == b.start
+
+
+def test_heuristic_respects_budget_and_support():
+    inst = dataclasses.replace(diamond(), crossbar_budget=0)
+    sched = heuristic_schedule(inst)
+    assert all(sched.on_host.values())
+    assert sched.makespan == pytest.approx(inst.cpu_only_latency)
+    wide = heuristic_schedule(dataclasses.replace(diamond(), crossbar_budget=100))
+    assert not wide.on_host["b"]  # 2 ms on the host, 0.5 ms on CIM, in parallel with c
+    assert wide.on_host["c"] and wide.on_host["e"]
+
+
+@pytest.mark.slow
+def test_heuristic_is_fast_on_yolo_sized_graphs():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from cim_formulations import dense_branched_instance
+
+    inst = dense_branched_instance(250, 0)
+    assert len(inst.parallel_pairs) > 2000
+    tick = time.perf_counter()
+    sched = heuristic_schedule(inst)
+    assert time.perf_counter() - tick < 10.0  # about 3 s measured
+    assert verify_cim(inst, sched).ok
+
+
+# --- every formulation reaches the brute-force optimum (real HiGHS) --------------------
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("seed", SEEDS)
+def test_formulations_match_brute_force(seed):
+    inst = branched(seed)
+    best = optimum(seed)
+    # Warm start on the faithful model is covered by the warm-start tests below.
+    for formulation, warm in (("faithful", False), ("tightened", False), ("tightened", True)):
+        placed = solve_cim(inst, rel_gap=0.0, formulation=formulation, warm_start=warm)
+        res = placed.result
+        assert res.status == SolveStatus.OPTIMAL, (formulation, warm, res.message)
+        assert res.objective == pytest.approx(best, rel=1e-6), (formulation, warm)
+        assert placed.schedule is not None
+        assert placed.verification is not None and placed.verification.ok
+        assert res.options["formulation"] == formulation
+        if warm:
+            assert res.options["start"] == "accepted"
+
+
+def _family_alone(family: str, seeds: list[int]) -> None:
+    for seed in seeds:
+        inst = branched(seed)
+        m = build_cim_model(inst, families=(*FAITHFUL_FAMILIES, family))
+        res = solve_model(m, rel_gap=0.0)
+        assert res.status == SolveStatus.OPTIMAL, (seed, res.message)
+        unit = pyo.value(m.time_unit)
+        assert res.objective * unit == pytest.approx(optimum(seed), rel=1e-6), seed
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("family", TIGHTENING_FAMILIES)
+def test_each_family_alone_preserves_optimum(family):
+    _family_alone(family, SEEDS[::3])  # 12 graphs of every size and density
+
+
+@pytest.mark.slow
+@pytest.mark.solver
+@pytest.mark.parametrize("family", TIGHTENING_FAMILIES)
+def test_each_family_alone_preserves_optimum_all_seeds(family):
+    _family_alone(family, SEEDS)
+
+
+# --- warm start (real HiGHS) ----------------------------------------------------------
+
+
+def medium() -> CimInstance:
+    # 40 operators, 546 parallel pairs: faithful HiGHS has no incumbent within 2 s.
+    return random_instance(random.Random(5), 40, edge_prob=0.08)
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("formulation", list(FORMULATIONS))
+def test_warm_start_incumbent_never_worse_than_heuristic(formulation):
+    inst = medium()
+    heur = heuristic_schedule(inst)
+    placed = solve_cim(inst, time_limit=0.5, formulation=formulation, warm_start=True)
+    res = placed.result
+    assert res.options["start"] == "accepted"
+    assert res.options["heuristic_makespan"] == pytest.approx(heur.makespan)
+    assert res.status.has_solution and placed.schedule is not None
+    assert res.objective <= heur.makespan * (1 + 1e-9)
+    assert placed.verification is not None and placed.verification.ok
+
+
+@pytest.mark.solver
+def test_start_is_visible_in_highs_log_at_time_zero():
+    import io
+
+    inst = medium()
+    m = build_cim_model(inst)
+    heur = heuristic_schedule(inst)
+    log = io.StringIO()
+    res = solve_model(m, time_limit=0.5, start=start_values(m, inst, heur), tee=[log])
+    assert res.options["start"] == "accepted"
+    text = log.getvalue()
+    assert "MIP start solution is feasible" in text
+    unit = pyo.value(m.time_unit)
+    assert res.objective * unit <= heur.makespan * (1 + 1e-9)
+    # Without a start the same short solve reports no such line.
+    res0 = solve_model(build_cim_model(inst), time_limit=0.5)
+    assert "start" not in res0.options
+
+
+@pytest.mark.solver
+def test_heuristic_is_reported_when_highs_ends_without_better(monkeypatch):
+    real = cim_mod.solve_model
+
+    def no_incumbent(model, **kw):
+        res = real(model, **kw)
+        return dataclasses.replace(res, status=SolveStatus.TIME_LIMIT_NO_SOLUTION,
+                                   objective=None, gap=None)
+
+    monkeypatch.setattr(cim_mod, "solve_model", no_incumbent)
+    inst = branched(4)
+    placed = solve_cim(inst, warm_start=True)
+    assert placed.result.status == SolveStatus.TIME_LIMIT
+    assert placed.schedule is not None
+    assert placed.result.objective == pytest.approx(heuristic_schedule(inst).makespan)
+    assert "heuristic" in placed.result.message
+    assert placed.verification is not None and placed.verification.ok
+
+
+def test_start_values_cover_every_variable():
+    inst = diamond()
+    m = build_cim_model(inst, families=TIGHTENED_FAMILIES, upper_bound=None)
+    heur = heuristic_schedule(inst)
+    values = start_values(m, inst, heur)
+    for var in m.component_data_objects(pyo.Var):
+        assert var in values
+    # The start satisfies every row of the tightened model (checked by Pyomo, not HiGHS).
+    for var, val in values.items():
+        var.set_value(val, skip_validation=True)
+    for con in m.component_data_objects(pyo.Constraint, active=True):
+        body = pyo.value(con.body)
+        lo, hi = con.lb, con.ub
+        assert lo is None or body >= lo - 1e-6, con.name
+        assert hi is None or body <= hi + 1e-6, con.name
