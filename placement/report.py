@@ -35,7 +35,7 @@ def summary_lines(
     gap = "n/a" if res.gap is None else f"{res.gap * 100:.3g}%"
     lines.append(
         f"solver: {_solver_label(res)} {status}, gap {gap}, solve {res.solve_seconds:.2f} s"
-        f" (build {res.build_seconds:.2f} s); {res.size.variables} variables"
+        f" (build {res.build_seconds:.2f} s{_heuristic_note(res)}); {res.size.variables} variables"
         f" ({res.size.binaries} binary), {res.size.constraints} constraints"
     )
     if sched is None:
@@ -123,3 +123,8 @@ def _solver_label(res: SolveResult) -> str:
         return f"HiGHS (highspy {version('highspy')})"
     except PackageNotFoundError:
         return "HiGHS"
+
+
+def _heuristic_note(res: SolveResult) -> str:
+    seconds = res.options.get("heuristic_seconds") if res.options else None
+    return "" if seconds is None else f", heuristic start {seconds:.2f} s"
