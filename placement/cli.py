@@ -97,6 +97,11 @@ def _parser() -> argparse.ArgumentParser:
     out = solve.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="write the full placement and schedule")
     out.add_argument("--details", action="store_true", help="print the per-operator schedule")
+    out.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="Gantt chart of the placement, .png or .svg (PIM: the first core count)",
+    )
     out.add_argument("--solver-log", action="store_true", help="stream HiGHS's log to stderr")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     solve.set_defaults(handler=_cmd_solve_target)
@@ -133,8 +138,14 @@ def _parser() -> argparse.ArgumentParser:
     nests.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     nests.set_defaults(handler=_cmd_nests)
 
+    from placement.cli_sweep import register as _register_sweep
+
+    _register_sweep(sub)
     presets = sub.add_parser("presets", help="list the hardware presets")
     presets.set_defaults(handler=_cmd_presets)
+    from placement.cli_report import register as _register_report
+
+    _register_report(sub)
     return parser
 
 
@@ -204,6 +215,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from placement.report import result_document, summary_lines, write_json_atomic
 
     _check_solver_flags(args)
+    if args.plot:
+        from placement.plots import check_figure_path
+
+        check_figure_path(args.plot, "--plot")  # before any profiling or solving
     graph = load_graph(args.model)
     n_cim = len(graph.cim_capable())
     _info(
@@ -247,6 +262,12 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if args.json:
         write_json_atomic(args.json, result_document(placement, graph, hw, meta))
         _info(args, f"wrote {args.json}")
+    if args.plot and placement.schedule is not None:
+        from placement.plots import cim_gantt, save_figure
+
+        edges = [(e.src, e.dst, e.t_transfer) for e in instance.edges]
+        save_figure(cim_gantt(placement.to_json(), edges, title=graph.path), args.plot)
+        _info(args, f"wrote {args.plot}")
     status = placement.result.status
     if placement.schedule is None:
         print(

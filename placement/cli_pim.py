@@ -192,6 +192,10 @@ def cmd_solve_pim(args: argparse.Namespace) -> int:
             " (PIM hardware: --pim-hardware, --pim-cores)"
         )
     _check_solver_flags(args)
+    if getattr(args, "plot", None):
+        from placement.plots import check_figure_path
+
+        check_figure_path(args.plot, "--plot")
     cores = parse_cores(args.pim_cores or DEFAULT_PIM_CORES)
     copy = args.copy or DEFAULT_COPY
     granularity = args.granularity or "loop"
@@ -231,13 +235,19 @@ def cmd_solve_pim(args: argparse.Namespace) -> int:
     )  # fmt: skip
     for line in solve_summary_lines(profile, hw, results, copy, granularity, allow_estimates):
         print(line)
+    document = pim_document(
+        profile, hw, results, copy=copy, granularity=granularity,
+        allow_estimates=allow_estimates,
+    )  # fmt: skip
     if args.json:
-        document = pim_document(
-            profile, hw, results, copy=copy, granularity=granularity,
-            allow_estimates=allow_estimates,
-        )  # fmt: skip
         _write_json(args.json, document)
         _info(args, f"wrote {args.json}")
+    if getattr(args, "plot", None) and results[0].placement.on_pim is not None:
+        from placement.plots import pim_gantt, save_figure
+
+        title = f"{Path(profile.model_path).name}, N_core={results[0].cores}"
+        save_figure(pim_gantt(document, cores=results[0].cores, title=title), args.plot)
+        _info(args, f"wrote {args.plot}")
     missing = [r.cores for r in results if r.placement.on_pim is None]
     if missing:
         print(

@@ -1,0 +1,224 @@
+"""`placement report SWEEP_DIR` and `solve --plot`, end to end through placement.cli.main."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_plots import INT8, cim_sweep_points, pim_profile, pim_sweep_points, write_sweep
+
+from placement.cli import main
+from placement.onnx_io import file_sha256
+
+FAST = ["--runs", "3", "--warmup", "1", "-q"]
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(code: int, err: str, fragment: str) -> None:
+    assert code == 1
+    lines = [x for x in err.splitlines() if x.startswith("placement: error:")]
+    assert len(lines) == 1 and fragment in lines[0], err
+    assert "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def cim_points():
+    rows, docs, _ = cim_sweep_points(crossbars=(2, 25))
+    return rows, docs
+
+
+@pytest.fixture(scope="module")
+def pim_points():
+    return pim_sweep_points(cores=(32, 128))
+
+
+def _figures(root: Path) -> set[str]:
+    return {p.name for p in (root / "figures").iterdir()}
+
+
+def test_cim_report_html_embeds_every_figure(capsys, tmp_path, cim_points):
+    root = write_sweep(tmp_path / "sweep", "cim", *cim_points, ["crossbars", "t_mvm_ns"])
+    code, out, err = run(capsys, "report", root)
+    assert code == 0, err
+    page = root / "report.html"
+    text = page.read_text()
+    stems = [
+        "speedup_vs_crossbars_resnet_tiny_int8",
+        "speedup_per_network_50ns",
+        "speedup_per_network_500ns",
+        "device_share_resnet_tiny_int8",
+        "gantt_resnet_tiny_int8",
+    ]
+    for stem in stems:
+        for suffix in ("png", "svg"):
+            f = root / "figures" / f"{stem}.{suffix}"
+            assert f.stat().st_size > 1000, f
+            assert f"figures/{stem}.{suffix}" in text  # linked from the page
+    assert text.count("data:image/png;base64,") == len(stems)  # self-contained
+    assert "Not drawn" not in text
+    assert f"wrote {page}" in out and "5 of 5 figures" in out
+    # tables: summary per model/hardware and every point
+    assert "Summary per model and hardware" in text
+    for r in cim_points[0]:
+        assert f"<td>{r['point_id']}</td>" in text
+    assert text.count("<td>resnet_tiny_int8</td>") == 2  # one summary row per hardware
+
+
+def test_markdown_report_and_gantt_with_transfers_from_the_model_file(capsys, tmp_path, cim_points):
+    root = write_sweep(tmp_path / "sweep", "cim", *cim_points, ["crossbars", "t_mvm_ns"])
+    out_md = tmp_path / "r.md"
+    code, _, err = run(capsys, "report", root, "-o", out_md, "-q")
+    assert code == 0, err
+    text = out_md.read_text()
+    refs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", text)
+    assert len(refs) == 5
+    for ref in refs:
+        assert (tmp_path / ref).is_file()  # relative to the page
+    assert text.startswith("# Sweep report: sweep (CIM)")
+    assert "| point_id | target | model | hardware | crossbars | t_mvm_ns | status |" in text
+    svg = (root / "figures" / "gantt_resnet_tiny_int8.svg").read_text()
+    assert "transfer:" in svg  # gids of transfer bars: edges came from the model file
+
+
+def test_missing_columns_skip_figures_with_a_reason(capsys, tmp_path, cim_points):
+    rows, docs = cim_points
+    slim = [{k: v for k, v in r.items() if k not in ("host_busy_s", "accel_busy_s")} for r in rows]
+    slim = [dict(r, extra_column="x") for r in slim]
+    root = write_sweep(tmp_path / "sweep", "cim", slim, {}, ["crossbars", "t_mvm_ns"], True)
+    with (root / "points.csv").open() as fh:
+        assert "host_busy_s" in next(csv.reader(fh))  # the column exists, empty
+    code, out, err = run(capsys, "report", root, "--format", "md")
+    assert code == 0, err
+    text = (root / "report.md").read_text()
+    assert "Not drawn: resnet_tiny_int8: latency and operators per device" in text
+    assert "host_busy_s" in text.split("Not drawn: resnet_tiny_int8: latency")[1].split("\n")[0]
+    assert "no schedules/p0000.json" not in text  # the fastest point is named instead
+    assert re.search(r"Not drawn: .*Gantt.*no schedules/p\d+\.json", text)
+    assert "not drawn: device_share_resnet_tiny_int8" in out
+    assert "speedup_vs_crossbars_resnet_tiny_int8.png" in _figures(root)
+
+
+def test_pim_report_has_fig3_table4_and_gantts(capsys, tmp_path, pim_points):
+    root = write_sweep(tmp_path / "sweep", "pim", *pim_points, ["cores"])
+    code, out, err = run(capsys, "report", root, "-o", tmp_path / "pim.html")
+    assert code == 0, err
+    text = (tmp_path / "pim.html").read_text()
+    names = _figures(root)
+    for stem in ("pim_speedup_vs_cores", "offloaded_nests", "gantt_softmax_1024"):
+        assert f"{stem}.png" in names and f"{stem}.svg" in names
+        assert f"sweep/figures/{stem}.png" in text
+    assert "Offloaded loop nests per operator (Table 4)" in text
+    assert "<th>N=1024</th><th>N=4096</th><th>N=16384</th>" in text
+    assert "<td>Softmax</td><td>3</td>" in text
+    assert "Not drawn" not in text
+
+
+def test_pim_report_from_bare_placements_explains_what_is_missing(capsys, tmp_path, pim_points):
+    rows, docs = pim_points
+    bare = {k: d["results"][0]["model"] for k, d in docs.items()}
+    root = write_sweep(tmp_path / "sweep", "pim", rows, bare, ["cores"])
+    code, _, err = run(capsys, "report", root, "-q")
+    assert code == 0, err
+    text = (root / "report.html").read_text()
+    assert "no per-nest data" in text  # Gantt not drawn, with the reason
+    assert "<td>(unknown)</td>" in text  # Table 4 still counts the decisions
+
+
+@pytest.mark.parametrize(
+    ("make", "argv", "fragment"),
+    [
+        (lambda d: d / "missing", [], "no such sweep directory"),
+        (lambda d: d, [], "not a sweep directory"),
+        (lambda d: d, ["-o", "r.pdf"], "cannot tell the format"),
+        (lambda d: d, ["-o", "r.md", "--format", "html"], "suffix says md"),
+    ],
+)
+def test_report_errors_are_one_line_and_write_nothing(capsys, tmp_path, make, argv, fragment):
+    target = make(tmp_path)
+    if argv and argv[0] == "-o":
+        write_sweep(tmp_path, "cim", [], {}, [])  # a manifest only: valid but empty
+        argv = ["-o", str(tmp_path / argv[1]), *argv[2:]]
+    before = set(tmp_path.rglob("*"))
+    code, _, err = run(capsys, "report", target, *argv)
+    one_line_error(code, err, fragment)
+    assert set(tmp_path.rglob("*")) == before
+
+
+# --------------------------------------------------------------------------- solve --plot
+
+
+@pytest.mark.solver
+def test_solve_cim_plot_writes_the_gantt(capsys, tmp_path):
+    out = tmp_path / "schedule.png"
+    code, stdout, err = run(capsys, "solve", INT8, "--crossbars", "10", "--plot", out, *FAST)
+    assert code == 0, err
+    assert out.read_bytes().startswith(b"\x89PNG") and out.stat().st_size > 5000
+    assert "speed-up" in stdout
+    assert [p.name for p in tmp_path.iterdir()] == ["schedule.png"]
+
+
+@pytest.mark.parametrize("name", ["s.pdf", "nodir/s.png"])
+def test_solve_plot_bad_path_fails_before_solving(capsys, tmp_path, name):
+    js = tmp_path / "r.json"
+    code, _, err = run(capsys, "solve", INT8, "--plot", tmp_path / name, "--json", js, *FAST)
+    one_line_error(code, err, "--plot")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.solver
+def test_solve_pim_plot_writes_the_gantt_of_the_first_core_count(capsys, tmp_path):
+    model = tmp_path / "softmax_4096.onnx"
+    model.write_bytes(b"not parsed: the saved profile carries the times")
+    profile = dataclasses.replace(
+        pim_profile(4096), model_sha256=file_sha256(model), model_path=str(model)
+    )
+    profile.save(tmp_path / "p.json")
+    plot, js = tmp_path / "g.svg", tmp_path / "r.json"
+    argv = ["solve", model, "--target", "pim", "--profile", tmp_path / "p.json"]
+    argv += ["--pim-cores", "64,32", "--plot", plot, "--json", js, "-q"]
+    code, _, err = run(capsys, *argv)
+    assert code == 0, err
+    svg = plot.read_text()
+    assert "PIM (64 cores)" in svg  # the first core count given
+    doc = json.loads(js.read_text())
+    for nid in doc["results"][0]["model"]["decisions"]:
+        assert f'id="{nid}"' in svg  # one box per nest
+
+
+def test_pim_report_of_sweep_engine_schedules_reads_nests_from_profiles(
+    capsys, tmp_path, pim_points
+):
+    """placement.sweep writes PimPlacement.to_json() + rule + model/hardware per point and the
+    nest profiles under profiles/: the Gantt and Table 4 take the nests from there."""
+    rows, docs = pim_points
+    root = tmp_path / "sweep"
+    (root / "profiles").mkdir(parents=True)
+    engine_docs = {}
+    for r in rows:
+        full = docs[r["point_id"]]
+        name = Path(r["model"]).stem
+        sha = f"{abs(hash(name)):012d}"[:12].ljust(64, "0")
+        engine_docs[r["point_id"]] = {
+            **full["results"][0]["model"],
+            "rule": {"on_pim": full["results"][0]["rule"]["on_pim"]},
+            "model": {"name": name, "path": r["model"], "sha256": sha},
+            "hardware": full["hardware"],
+        }
+        size = int(name.split("_")[1])
+        pim_profile(size).save(root / "profiles" / f"{name}.{sha[:12]}.json")
+    write_sweep(root, "pim", rows, engine_docs, ["cores"])
+    code, _, err = run(capsys, "report", root, "-q")
+    assert code == 0, err
+    text = (root / "report.html").read_text()
+    assert "Not drawn" not in text
+    assert "<td>Softmax</td><td>3</td>" in text
+    assert "gantt_softmax_16384.svg" in _figures(root)
