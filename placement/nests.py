@@ -9,7 +9,7 @@ written in place is one buffer, moved once.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -35,6 +35,9 @@ class LoopNest:
     n_total: int  # total innermost iterations incl. inner scf.for reductions (N_total)
     trip_count: int  # product of trip counts of enclosing loops (1 at top level)
     operands: tuple[NestOperand, ...]
+    # Dynamic op counts per invocation (module docstring); {} when not measured.
+    # Not hashed (a dict is not hashable), but compared.
+    body_ops: dict[str, int] = field(default_factory=dict, hash=False)
 
     @property
     def fetch_bytes(self) -> int:
@@ -58,6 +61,16 @@ class LoopNest:
             NestOperand(**{**op, "shape": tuple(op["shape"])}) for op in data["operands"]
         )
         fields = {
-            k: v for k, v in data.items() if k not in ("operands", "fetch_bytes", "flush_bytes")
+            k: v
+            for k, v in data.items()
+            if k not in ("operands", "fetch_bytes", "flush_bytes", "body_ops")
         }
-        return cls(**fields, operands=operands)
+        raw_ops = data.get("body_ops") or {}  # absent in profiles written before the field
+        if not isinstance(raw_ops, dict):
+            raise TypeError(f"'body_ops' must be an object of op name -> count, got {raw_ops!r}")
+        body_ops = {}
+        for name, count in raw_ops.items():
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ValueError(f"'body_ops' count of {name!r} must be a whole number >= 0")
+            body_ops[str(name)] = count
+        return cls(**fields, operands=operands, body_ops=body_ops)

@@ -15,9 +15,32 @@ Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
   (1.80 GB/s is only the lower end of its calibration interval.)
 * ``B_rd = B_wb = B_cpu``: "the bandwidth of the host memory system for both".
 * ``sigma = 0.4``, ``L = 64 B``.
-* T_pim model constants (ours): 4 instructions per innermost iteration, 8 GB/s
-  of bank bandwidth per core (1 TB/s aggregate at 128 cores, the scale the
-  paper cites), 10 ns of synchronization per participating core.
+* T_pim model constants (ours): 8 GB/s of bank bandwidth per core (1 TB/s
+  aggregate at 128 cores, the scale the paper cites), 10 ns of synchronization
+  per participating core.
+* T_pim instruction cost table (ours, assumptions; :meth:`PimSpec.op_instructions`).
+  A nest measured from the MLIR (``LoopNest.body_ops``) costs, per executed op:
+
+  - ``op_instr`` = 1: arith.*, memref.load/store and any other counted op, and
+    the cheap math.* ops (absf, fma, floor/ceil/round/trunc, copysign, ctlz ...);
+  - ``div_instr`` = 4: divisions and remainders (arith.divf/divsi/divui,
+    remf/remsi/remui, ceildiv*/floordiv*);
+  - ``transcendental_instr`` = 20: every other math.* op (exp, tanh, erf, log,
+    sqrt, rsqrt, powf, sin ...).
+
+  The core is single-issue and in-order, and assumed to have a pipelined FPU,
+  so a plain arith/memref op is one instruction (loads and stores: their
+  latency is the memory term of T_pim). Division is iterative on small cores:
+  4 is an assumption. A transcendental is a libm-style software routine:
+  range reduction plus a polynomial, about 20 instructions for ``expf``
+  (MLIR's own ``math-expand-ops`` turns ``tanh`` into one ``exp`` plus ten
+  arith ops including a division, so tanh/erf cost at least this much). 20 is
+  an assumption, not a measured or published figure, and optimistic for PIM:
+  cores without an FPU (UPMEM's) emulate float ops in software, at tens to
+  hundreds of instructions each. Nests without ``body_ops`` (hand-built,
+  profiles written before the field) are charged ``instr_per_iter`` = 4
+  instructions per innermost iteration (load, op, store, loop) instead.
+  Loop and index bookkeeping is not in ``body_ops`` and not charged.
 """
 
 from __future__ import annotations
@@ -56,7 +79,28 @@ _PIM_KEYS: dict[str, tuple[str, float, bool]] = {
     "instr_per_iter": ("instr_per_iter", 1.0, False),
     "bank_gbps_per_core": ("bank_bandwidth_per_core", 1e9, False),
     "t_sync_ns_per_core": ("t_sync_per_core", 1e-9, False),
+    "op_instr": ("op_instr", 1.0, False),
+    "div_instr": ("div_instr", 1.0, False),
+    "transcendental_instr": ("transcendental_instr", 1.0, False),
 }
+# Keys added after files existed: a file may leave them out (PimSpec defaults apply).
+_OPTIONAL_KEYS = frozenset({"op_instr", "div_instr", "transcendental_instr"})
+
+# Op kinds of the instruction cost table (module docstring).
+DIV_OPS = frozenset(
+    {
+        "arith.divf", "arith.divsi", "arith.divui", "arith.remf", "arith.remsi", "arith.remui",
+        "arith.ceildivsi", "arith.ceildivui", "arith.floordivsi",
+    }
+)  # fmt: skip
+# math.* ops that are one (or a few) plain instructions, not software routines.
+CHEAP_MATH_OPS = frozenset(
+    {
+        "math.absf", "math.absi", "math.copysign", "math.fma", "math.floor", "math.ceil",
+        "math.round", "math.roundeven", "math.trunc", "math.ctlz", "math.cttz", "math.ctpop",
+        "math.isnan", "math.isinf", "math.isfinite", "math.isnormal",
+    }
+)  # fmt: skip
 _FIELD_KEY = {field: key for key, (field, _, _) in _PIM_KEYS.items()}
 
 
@@ -79,6 +123,9 @@ class PimSpec:
     instr_per_iter: float = 4.0  # T_pim: instructions per innermost iteration
     bank_bandwidth_per_core: float = 8e9  # T_pim: PIM-side bank bandwidth per core, B/s
     t_sync_per_core: float = 10e-9  # T_pim: sync/aggregation per participating core, s
+    op_instr: float = 1.0  # T_pim cost table: instructions per arith/memref/other op
+    div_instr: float = 4.0  # T_pim cost table: instructions per division / remainder
+    transcendental_instr: float = 20.0  # T_pim cost table: per math.exp/tanh/erf/log/sqrt/...
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -91,6 +138,18 @@ class PimSpec:
     def theta(self) -> float:
         """C3 threshold on the read bandwidth, B/s."""
         return self.theta_ratio * self.host_dram_bandwidth
+
+    def op_instructions(self, op_name: str) -> float:
+        """Instructions one execution of ``op_name`` costs on a PIM core (the cost table)."""
+        if op_name in DIV_OPS:
+            return self.div_instr
+        if op_name.startswith("math.") and op_name not in CHEAP_MATH_OPS:
+            return self.transcendental_instr
+        return self.op_instr
+
+    def body_instructions(self, body_ops: dict[str, int]) -> float:
+        """Instructions of ``LoopNest.body_ops``: sum of count x cost (one invocation)."""
+        return math.fsum(count * self.op_instructions(name) for name, count in body_ops.items())
 
     def with_cores(self, cores: int) -> PimSpec:
         """The same machine with ``cores`` PIM cores (the paper sweeps 32, 64, 128)."""
@@ -207,6 +266,8 @@ def _pim_from_table(table: dict[str, Any], source: str) -> PimSpec:
     fields: dict[str, Any] = {}
     for key, (field, scale, integral) in _PIM_KEYS.items():
         if key not in table:
+            if key in _OPTIONAL_KEYS:
+                continue
             raise PlacementError(f"{source}: missing key 'pim.{key}'")
         value = table[key]
         _check_value(value, key, integral, source, 1.0)

@@ -9,6 +9,8 @@ from pim_oracles import nest, operand
 from placement.devices.pim import (
     HybridTime,
     hybrid_time,
+    instructions,
+    instructions_per_iteration,
     speedup,
     t_copy,
     t_pim,
@@ -17,6 +19,7 @@ from placement.devices.pim import (
 )
 from placement.errors import PlacementError
 from placement.hardware import preset_names
+from placement.nests import LoopNest
 from placement.pim_hardware import PimSpec, load_pim_hardware, pim_preset_names, with_pim_overrides
 
 SPEC = PimSpec()
@@ -67,6 +70,10 @@ def test_user_file_based_on_the_preset(tmp_path):
         ("read_gbps", 0, "'pim.read_gbps' must be positive"),
         ("sigma", 1.5, "'pim.sigma'"),
         ("instr_per_iter", 0.5, "'pim.instr_per_iter'"),
+        ("op_instr", 0, "'pim.op_instr' must be positive"),
+        ("div_instr", -4, "'pim.div_instr' must be positive"),
+        ("transcendental_instr", 0, "'pim.transcendental_instr' must be positive"),
+        ("transcendental_instr", '"lots"', "'pim.transcendental_instr' must be a number"),
         ("frobs", 1, "unknown key 'pim.frobs'"),
     ],
 )
@@ -76,6 +83,39 @@ def test_bad_values_name_the_key(tmp_path, key, value, words):
     with pytest.raises(PlacementError, match=words) as err:
         load_pim_hardware(path)
     assert "\n" not in str(err.value)
+
+
+def test_instruction_cost_table():
+    hw = load_pim_hardware("pim-icelake")
+    assert (hw.pim.op_instr, hw.pim.div_instr, hw.pim.transcendental_instr) == (1, 4, 20)
+    cost = SPEC.op_instructions
+    assert [cost(k) for k in ("memref.load", "memref.store", "arith.addf", "arith.select",
+                              "arith.maximumf", "arith.cmpf")] == [1] * 6  # fmt: skip
+    assert [cost(k) for k in ("arith.divf", "arith.divsi", "arith.remf")] == [4] * 3
+    for op in ("math.exp", "math.tanh", "math.erf", "math.log", "math.sqrt", "math.powf"):
+        assert cost(op) == 20, op
+    assert cost("math.absf") == cost("math.fma") == cost("math.floor") == 1
+    spec = dataclasses.replace(SPEC, op_instr=2, div_instr=10, transcendental_instr=100)
+    body = {"memref.load": 3, "arith.divf": 2, "math.tanh": 1}
+    assert spec.body_instructions(body) == 3 * 2 + 2 * 10 + 100
+
+
+def test_old_pim_file_without_cost_table_keys(tmp_path):
+    # A complete file written before the cost table existed still loads, with the defaults.
+    values = SPEC.to_file_units()
+    for key in ("op_instr", "div_instr", "transcendental_instr"):
+        del values[key]
+    lines = "\n".join(f"{k} = {v!r}" for k, v in values.items())
+    path = tmp_path / "old.toml"
+    path.write_text(f'[host]\nname = "h"\narch = "x86_64"\n[pim]\n{lines}\n')
+    loaded = load_pim_hardware(path).pim
+    for f in dataclasses.fields(PimSpec):
+        assert getattr(loaded, f.name) == pytest.approx(getattr(SPEC, f.name)), f.name
+    path.write_text(f'[host]\nname = "h"\narch = "x86_64"\n[pim]\n{lines}\n'
+                    "transcendental_instr = 50\n")  # fmt: skip
+    assert load_pim_hardware(path).pim.transcendental_instr == 50
+    hw = with_pim_overrides(load_pim_hardware(), transcendental_instr=40, div_instr=8)
+    assert (hw.pim.transcendental_instr, hw.pim.div_instr) == (40, 8)
 
 
 def test_bad_spec_values_in_code():
@@ -131,6 +171,94 @@ def test_t_pim_never_below_the_c1_bound():
                  n_iter=n_iter, n_total=n_iter * rng.randint(1, 50), trip_count=rng.randint(1, 4))
         for cores in (32, 64, 128, 7):
             assert t_pim(n, SPEC, cores) >= t_pim_min(n, SPEC, cores)
+
+
+def _with_body(n: LoopNest, **ops: int) -> LoopNest:
+    return dataclasses.replace(n, body_ops={k.replace("_", ".", 1): v for k, v in ops.items()})
+
+
+def test_t_pim_from_body_ops_hand_computed():
+    size = 4096
+    rw = (operand("x", 4 * size, read=True, written=False),
+          operand("y", 4 * size, read=False, written=True))  # fmt: skip
+    base = nest(0, rw, n_iter=size)
+    add = _with_body(base, memref_load=2 * size, arith_addf=size, memref_store=size)
+    tanh = _with_body(base, memref_load=size, math_tanh=size, memref_store=size)
+    silu = _with_body(base, memref_load=size, arith_negf=size, math_exp=size,
+                      arith_addf=size, arith_divf=size, memref_store=size)  # fmt: skip
+    assert instructions(add, SPEC) == 4 * size  # 2 loads + addf + store
+    assert instructions(tanh, SPEC) == 22 * size  # load + 20 (tanh) + store
+    assert instructions(silu, SPEC) == 28 * size  # load, negf, 20 exp, addf, 4 divf, store
+    assert instructions_per_iteration(silu, SPEC) == 28
+    # ceil(4096 / 32) = 128 elements on the busiest core, at 1 GHz single-issue.
+    assert t_pim_breakdown(add, SPEC).compute == pytest.approx(128 * 4e-9)
+    assert t_pim_breakdown(tanh, SPEC).compute == pytest.approx(128 * 22e-9)
+    assert t_pim_breakdown(silu, SPEC).compute == pytest.approx(128 * 28e-9)
+    # Memory and sync terms do not depend on the body.
+    assert t_pim_breakdown(tanh, SPEC).memory == t_pim_breakdown(add, SPEC).memory
+    assert t_pim(tanh, SPEC) > t_pim(add, SPEC)
+    for cores in (32, 64, 128):
+        assert t_pim(tanh, SPEC, cores) > t_pim(add, SPEC, cores)
+    # Without body_ops: the fixed instr_per_iter, as before.
+    assert instructions(base, SPEC) == 4 * size
+    assert t_pim_breakdown(base, SPEC).compute == pytest.approx(128 * 4e-9)
+    # An explicit instr_per_iter overrides the measured body.
+    assert t_pim_breakdown(tanh, SPEC, instr_per_iter=2).compute == pytest.approx(128 * 2e-9)
+    # The cost table is configurable.
+    slow = dataclasses.replace(SPEC, transcendental_instr=100)
+    assert t_pim_breakdown(tanh, slow).compute == pytest.approx(128 * 102e-9)
+    assert t_pim_breakdown(add, slow).compute == t_pim_breakdown(add, SPEC).compute
+
+
+def test_t_pim_from_body_ops_with_reductions_and_trips():
+    # softmax-like row sum: 64 rows x 512, loads of x and of the accumulator, one
+    # addf and one store per inner iteration, plus one store per row (the init).
+    rows, cols = 64, 512
+    n = nest(0, (operand("x", 4 * rows * cols, read=True, written=False),),
+             n_iter=rows, n_total=rows * cols, trip_count=3)  # fmt: skip
+    n = _with_body(n, memref_load=2 * rows * cols, arith_addf=rows * cols,
+                   memref_store=rows * cols + rows)  # fmt: skip
+    per_invocation = 4 * rows * cols + rows
+    assert instructions(n, SPEC) == pytest.approx(3 * per_invocation)
+    # 64 rows on 32 cores: 2 rows per core, each row costs per_invocation / 64.
+    assert t_pim_breakdown(n, SPEC).compute == pytest.approx(3 * 2 * per_invocation / 64 / 1e9)
+    assert t_pim(n, SPEC) >= t_pim_min(n, SPEC)
+
+
+def test_t_pim_with_body_ops_never_below_the_c1_bound():
+    rng = random.Random(11)
+    kinds = ["memref.load", "memref.store", "arith.addf", "arith.divf", "math.tanh"]
+    for _ in range(300):
+        n_iter = rng.randint(1, 5000)
+        n_total = n_iter * rng.randint(1, 50)
+        # Counts may be tiny (bookkeeping-only bodies count nothing): I_min still applies.
+        body = {k: rng.randint(0, 3 * n_total) for k in rng.sample(kinds, rng.randint(1, 5))}
+        n = nest(0, (operand("a", rng.randint(1, 10**6), read=True, written=False),),
+                 n_iter=n_iter, n_total=n_total, trip_count=rng.randint(1, 4))  # fmt: skip
+        n = dataclasses.replace(n, body_ops=body)
+        assert instructions_per_iteration(n, SPEC) >= SPEC.i_min
+        for cores in (32, 64, 128, 7):
+            assert t_pim(n, SPEC, cores) >= t_pim_min(n, SPEC, cores)
+    empty = dataclasses.replace(nest(0, (), n_iter=100), body_ops={"memref.store": 0})
+    assert instructions_per_iteration(empty, SPEC) == SPEC.i_min
+
+
+def test_loop_nest_json_round_trips_body_ops_and_loads_old_json():
+    n = nest(0, (operand("a", 4096, read=True, written=True),), n_iter=1024)
+    measured = _with_body(n, memref_load=1024, math_tanh=1024, memref_store=1024)
+    data = measured.to_json()
+    assert data["body_ops"] == {"memref.load": 1024, "math.tanh": 1024, "memref.store": 1024}
+    assert LoopNest.from_json(data) == measured
+    old = {k: v for k, v in n.to_json().items() if k != "body_ops"}  # before the field
+    loaded = LoopNest.from_json(old)
+    assert loaded == n and loaded.body_ops == {}
+    assert t_pim(loaded, SPEC) == t_pim(n, SPEC)
+    assert hash(measured) == hash(n)  # still hashable; body_ops is compared, not hashed
+    assert measured != n
+    with pytest.raises(ValueError, match="body_ops"):
+        LoopNest.from_json({**data, "body_ops": {"math.tanh": -1}})
+    with pytest.raises(TypeError, match="body_ops"):
+        LoopNest.from_json({**data, "body_ops": [1, 2]})
 
 
 def test_small_nests_get_slower_with_more_cores():

@@ -35,6 +35,24 @@ def gemv_model(k: int = 256, n: int = 512):
     return model([node], [tensor("X", [1, k])], [tensor("Y", [1, n])], [w])
 
 
+def unary_model(op_type: str, n: int = 4096):
+    node = helper.make_node(op_type, ["X"], ["Y"], name=op_type.lower())
+    return model([node], [tensor("X", [n])], [tensor("Y", [n])])
+
+
+def gelu_erf_model(n: int = 4096):
+    """Erf GELU as in placement.workloads: 0.5 x (1 + erf(x / sqrt 2))."""
+    nodes = [
+        helper.make_node("Mul", ["X", "inv_sqrt2"], ["t0"], name="g_scale"),
+        helper.make_node("Erf", ["t0"], ["t1"], name="g_erf"),
+        helper.make_node("Add", ["t1", "one"], ["t2"], name="g_add"),
+        helper.make_node("Mul", ["X", "t2"], ["t3"], name="g_mul"),
+        helper.make_node("Mul", ["t3", "half"], ["Y"], name="g_half"),
+    ]
+    consts = [const("inv_sqrt2", 0.70710678), const("one", 1.0), const("half", 0.5)]
+    return model(nodes, [tensor("X", [n])], [tensor("Y", [n])], consts)
+
+
 def layernorm_model(rows: int = 128, hidden: int = 768):
     scale = const("scale", np.random.default_rng(2).standard_normal(hidden))
     bias = const("bias", np.random.default_rng(3).standard_normal(hidden))
@@ -70,6 +88,9 @@ def test_elementwise_add_is_one_nest(models):
     assert {op.kind for op in nest.operands} == {"argument"}
     assert [a.role for a in program.args] == ["input", "input", "output"]
     assert [a.name for a in program.args] == ["A", "B", "C"]
+    # Dynamic op counts of the body: 2 loads, 1 addf, 1 store per element, nothing else.
+    n = 1024 * 1024
+    assert nest.body_ops == {"memref.load": 2 * n, "arith.addf": n, "memref.store": n}
 
 
 def test_softmax_reductions_count_in_n_total_only(models):
@@ -86,6 +107,15 @@ def test_softmax_reductions_count_in_n_total_only(models):
     # A temporary (row max or sum) is one allocation, shared by the nests that use it.
     allocs = {op.buffer for n in nests for op in n.operands if op.kind == "alloc"}
     assert allocs and all(b.startswith("alloc") for b in allocs)
+    # exp appears in exactly one nest, once per element; reductions count their inner loop.
+    with_exp = [n for n in nests if "math.exp" in n.body_ops]
+    assert len(with_exp) == 1 and with_exp[0].body_ops["math.exp"] == 64 * 512
+    for nest in reductions:
+        assert nest.body_ops["memref.load"] >= 64 * 512  # every inner iteration loads
+    for nest in nests:
+        assert nest.body_ops and all(v > 0 for v in nest.body_ops.values())
+        assert not any(k.startswith(("scf.", "affine.")) or k == "arith.constant"
+                       for k in nest.body_ops)  # fmt: skip
 
 
 def test_gemv_weight_is_an_argument(models):
@@ -121,6 +151,8 @@ def test_enclosing_loop_trip_count(tmp_path):
     inner = [n for n in nests if n.trip_count > 1]
     assert len(inner) == 1
     assert (inner[0].trip_count, inner[0].n_iter, inner[0].n_total) == (64, 512, 512)
+    # Per invocation, like n_total: one load + add + store of the accumulator per element.
+    assert inner[0].body_ops == {"memref.load": 1024, "arith.addf": 512, "memref.store": 512}
     assert inner[0].onnx_node == "ReduceSum_0"
 
 
@@ -133,10 +165,117 @@ def test_layernorm_and_fusion_reduce_nests(models):
         assert sum(n.n_total for n in program.nests) >= 128 * 768
 
 
+@pytest.mark.parametrize("op_type, math_op", [("Tanh", "math.tanh"), ("Erf", "math.erf")])
+def test_transcendental_body_ops(tmp_path, op_type, math_op):
+    nests = lower_onnx(save(unary_model(op_type), tmp_path)).nests
+    assert len(nests) == 1
+    assert nests[0].body_ops == {"memref.load": 4096, math_op: 4096, "memref.store": 4096}
+
+
+def test_gelu_erf_body_ops(tmp_path):
+    nests = lower_onnx(save(gelu_erf_model(), tmp_path)).nests
+    erf = [n for n in nests if "math.erf" in n.body_ops]
+    assert len(erf) == 1 and erf[0].body_ops["math.erf"] == 4096
+    assert erf[0].onnx_node == "g_erf"
+    # The other nests are streaming: one arith op per element, no math.*.
+    for nest in nests:
+        if nest is not erf[0]:
+            assert not any(k.startswith("math.") for k in nest.body_ops)
+            assert sum(v for k, v in nest.body_ops.items() if k.startswith("arith.")) == 4096
+
+
+SCF_SIBLINGS = """
+func.func @f(%a: memref<4x8xf32>, %b: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %x = memref.load %b[%i] : memref<4xf32>
+    %k = arith.addi %i, %c1 : index
+    %k64 = arith.index_cast %k : index to i64
+    scf.for %j = %c0 to %c8 step %c1 {
+      %y = memref.load %a[%i, %j] : memref<4x8xf32>
+      %z = arith.addf %x, %y : f32
+      memref.store %z, %a[%i, %j] : memref<4x8xf32>
+    }
+    scf.for %p = %c0 to %c2 step %c1 {
+      scf.for %q = %c0 to %c3 step %c1 {
+        %e = math.exp %x : f32
+      }
+    }
+    memref.store %x, %b[%i] : memref<4xf32>
+    scf.reduce
+  }
+  return
+}
+"""
+
+
+def test_body_ops_of_nested_and_sibling_loops():
+    from placement.profiling import mlir as lowering
+
+    with lowering.new_context():
+        module = lowering.ir.Module.parse(SCF_SIBLINGS)
+        func = lowering._find_func(module, "f")
+        [(nest, trips)] = list(lowering._outermost_parallels(func))
+        assert trips == 1
+        n_total = lowering._parallel_trips(nest) * lowering._inner_work(nest)
+        ops = lowering._body_ops(nest)
+    assert n_total == 4 * (8 + 2 * 3)
+    # 4 x (1 load + 1 store) + 4 x 8 x (load, addf, store) + 4 x 2 x 3 exp; the index
+    # arithmetic (addi on index, index_cast), constants and scf.reduce are not counted.
+    assert ops == {"memref.load": 4 + 32, "arith.addf": 32, "memref.store": 4 + 32,
+                   "math.exp": 24}  # fmt: skip
+
+
+def test_body_ops_of_scf_if_counts_the_heavier_branch(tmp_path):
+    path = tmp_path / "masked.mlir"
+    path.write_text(MASKED_EXP)
+    nests = {n.onnx_node: n for n in lower_mlir(path).nests}
+    masked = nests["masked"]
+    assert (masked.n_iter, masked.n_total) == (8, 128)
+    assert masked.body_ops == {
+        "memref.load": 256, "arith.cmpi": 128, "scf.if": 128, "math.exp": 128,
+        "arith.mulf": 128, "arith.addf": 128, "memref.store": 128,
+    }  # fmt: skip
+
+
+MASKED_EXP = """
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @main(%a: tensor<8x16xf32> loc("a")) -> tensor<8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e2 : tensor<8xf32>) -> tensor<8xf32>
+  %sum = linalg.generic {indexing_maps = [#map, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<8x16xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %le = arith.cmpi ule, %j, %i : index
+    %v = scf.if %le -> f32 {
+      %t = math.exp %x : f32
+      %u = arith.mulf %t, %x : f32
+      scf.yield %u : f32
+    } else {
+      scf.yield %zero : f32
+    }
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32> loc("masked")
+  return %sum : tensor<8xf32>
+}
+"""
+
+
 def test_nests_round_trip_json(models):
     from placement.nests import LoopNest
 
     for nest in lower_onnx(models["softmax"]).nests:
+        assert nest.body_ops
         assert LoopNest.from_json(nest.to_json()) == nest
 
 
@@ -259,6 +398,10 @@ def test_lower_mlir_file(tmp_path):
     by_node = {n.onnx_node: n for n in program.nests}
     assert by_node["add"].n_iter == by_node["add"].n_total == 32 * 64
     assert by_node["rowsum"].n_iter == 32 and by_node["rowsum"].n_total == 32 * 64
+    for name in ("add", "rowsum"):  # the reduction's accumulator is loaded and stored
+        assert by_node[name].body_ops == {
+            "memref.load": 2 * 2048, "arith.addf": 2048, "memref.store": 2048,
+        }  # fmt: skip
     assert all(n.onnx_op_type == "" for n in program.nests)
     # The sum of a + b is a temporary allocation, written by one nest, read by the next.
     temp = {op.buffer for op in by_node["add"].operands if op.written}

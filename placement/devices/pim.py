@@ -7,8 +7,13 @@
   ``c = min(N_core, N_iter)`` participating cores:
 
   - compute: the busiest core runs ``ceil(N_iter / c)`` parallel iterations of
-    ``N_total / N_iter`` innermost iterations each, at ``instr_per_iter``
-    instructions per innermost iteration and ``issue_width`` per cycle;
+    ``N_total / N_iter`` innermost iterations each, at ``I`` instructions per
+    innermost iteration and ``issue_width`` per cycle. ``I`` comes from the loop
+    body when the nest has ``body_ops`` (counted from the MLIR): the cost table
+    of :class:`PimSpec` (``op_instr``, ``div_instr``, ``transcendental_instr``)
+    summed over the executed ops, divided by ``N_total`` (:func:`instructions_per_iteration`);
+    otherwise it is ``instr_per_iter`` (hand-built nests, old profiles). An
+    ``instr_per_iter`` given to :func:`t_pim` overrides both;
   - memory: every operand byte (read and written; an in-place operand twice)
     over the participating cores' bank bandwidth ``c * B_bank``;
   - synchronization: ``c * t_sync_per_core`` (barrier and result aggregation
@@ -16,8 +21,10 @@
     cores, as layernorm does in the paper).
 
   In-order single-issue cores stall on memory, so the terms add. The total is
-  multiplied by the nest's ``trip_count``. Because ``instr_per_iter >= I_min``
-  (enforced by :class:`PimSpec`), ``t_pim >= t_pim_min`` always.
+  multiplied by the nest's ``trip_count``. Because ``I >= I_min`` (enforced by
+  :class:`PimSpec` for ``instr_per_iter``; a measured body whose counted ops
+  average less than ``I_min`` per innermost iteration -- loop bookkeeping is
+  not counted -- is charged ``I_min``), ``t_pim >= t_pim_min`` always.
 * :func:`t_copy` -- Eq. 8 over a set of nests: ``fetch / B_rd + flush / B_wb``,
   each nest charged its whole read and write sets per invocation (the paper's
   upper bound; the exact accounting lives in ``placement.models.pim``).
@@ -99,6 +106,22 @@ def t_pim_min(nest: LoopNest, spec: PimSpec, n_cores: int | None = None) -> floa
     return total_iterations(nest) * spec.i_min / (cores * spec.clock * spec.issue_width)
 
 
+def instructions_per_iteration(nest: LoopNest, spec: PimSpec) -> float:
+    """``I`` of :func:`t_pim`: instructions per innermost iteration of ``nest``.
+
+    From the measured body (``body_ops`` priced with the spec's cost table, over
+    ``N_total``), at least ``I_min``; ``spec.instr_per_iter`` without ``body_ops``.
+    """
+    if not nest.body_ops or nest.n_total <= 0:
+        return spec.instr_per_iter
+    return max(spec.body_instructions(nest.body_ops) / nest.n_total, spec.i_min)
+
+
+def instructions(nest: LoopNest, spec: PimSpec) -> float:
+    """PIM instructions of ``nest`` over all invocations (``I * N_total * trip_count``)."""
+    return instructions_per_iteration(nest, spec) * total_iterations(nest)
+
+
 def t_pim_breakdown(
     nest: LoopNest,
     spec: PimSpec,
@@ -108,7 +131,7 @@ def t_pim_breakdown(
 ) -> PimTime:
     """Analytical PIM time of ``nest`` (see the module docstring)."""
     cores = check_cores(spec.cores if n_cores is None else n_cores)
-    ipi = spec.instr_per_iter if instr_per_iter is None else instr_per_iter
+    ipi = instructions_per_iteration(nest, spec) if instr_per_iter is None else instr_per_iter
     if not (math.isfinite(ipi) and ipi >= spec.i_min):
         raise PlacementError(
             f"nest {nest.id!r}: instructions per iteration must be at least I_min"

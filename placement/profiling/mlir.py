@@ -649,6 +649,77 @@ def _inner_work(op: Any) -> int:
     return total if found else 1
 
 
+# Loop and index bookkeeping left out of LoopNest.body_ops (see placement.nests).
+_BOOKKEEPING_OPS = frozenset(
+    {
+        "scf.yield",
+        "scf.reduce",
+        "scf.reduce.return",
+        "scf.condition",
+        "arith.constant",
+        "arith.index_cast",
+        "arith.index_castui",
+        "memref.dim",
+    }
+)
+
+
+def _is_bookkeeping(op: Any) -> bool:
+    name = op.name
+    if name in _BOOKKEEPING_OPS or name in _VIEW_OPS or name.startswith("affine."):
+        return True
+    results = list(op.results)
+    return bool(results) and all(isinstance(r.type, ir.IndexType) for r in results)
+
+
+def _count_ops(ops: Any, times: int, counts: dict[str, int]) -> None:
+    """Add to ``counts`` the ops of ``ops`` (one block), each executed ``times`` times.
+
+    The same recursion as :func:`_inner_work`: an inner scf.for / scf.parallel
+    multiplies by its trip count, sibling loops add up. Other region ops (the
+    reduction region of ``scf.reduce``, ``scf.execute_region`` ...) run once per
+    execution of the op holding them.
+    """
+    for op in ops:
+        op = op.operation
+        name = op.name
+        if name == "scf.for":
+            _count_regions(op, times * _for_trips(op), counts)
+        elif name == "scf.parallel":
+            _count_regions(op, times * _parallel_trips(op), counts)
+        elif name == "scf.if":
+            # One branch runs per execution and which one is not known statically:
+            # count the branch with more ops (an upper estimate), plus the branch itself.
+            counts[name] = counts.get(name, 0) + times
+            branches = []
+            for region in op.regions:
+                branch: dict[str, int] = {}
+                for block in region.blocks:
+                    _count_ops(block.operations, times, branch)
+                branches.append(branch)
+            heaviest = max(branches, key=lambda c: sum(c.values()), default={})
+            for key, value in heaviest.items():
+                counts[key] = counts.get(key, 0) + value
+        else:
+            if not _is_bookkeeping(op):
+                counts[name] = counts.get(name, 0) + times
+            if len(op.regions):
+                _count_regions(op, times, counts)
+
+
+def _count_regions(op: Any, times: int, counts: dict[str, int]) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            _count_ops(block.operations, times, counts)
+
+
+def _body_ops(op: Any) -> dict[str, int]:
+    """Dynamic op counts of one invocation of the outermost scf.parallel ``op``."""
+    counts: dict[str, int] = {}
+    _count_regions(op, _parallel_trips(op), counts)
+    return dict(sorted(counts.items()))
+
+
 def _loc_info(loc: Any) -> tuple[int | None, str]:
     """(linalg tag index, first name found) from a possibly fused/nested location."""
     tag: int | None = None
@@ -690,6 +761,7 @@ def _extract_nests(
                 raise _DynamicBounds
             n_iter = _parallel_trips(op)
             n_total = n_iter * _inner_work(op)
+            body_ops = _body_ops(op)
         except _DynamicBounds:
             what = f"node {name!r} ({op_types[name]})" if name in op_types else "a loop nest"
             raise PlacementError(
@@ -717,6 +789,7 @@ def _extract_nests(
                 n_total=n_total,
                 trip_count=trips,
                 operands=operands,
+                body_ops=body_ops,
             )
         )
     return nests
