@@ -138,14 +138,11 @@ def _parser() -> argparse.ArgumentParser:
     nests.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     nests.set_defaults(handler=_cmd_nests)
 
-    from placement.cli_sweep import register as _register_sweep
+    # Commands that live in their own modules: sweep, bench + export, report.
+    from placement import cli_bench, cli_report, cli_sweep
 
-    _register_sweep(sub)
-    presets = sub.add_parser("presets", help="list the hardware presets")
-    presets.set_defaults(handler=_cmd_presets)
-    from placement.cli_report import register as _register_report
-
-    _register_report(sub)
+    for command_module in (cli_sweep, cli_bench, cli_report):
+        command_module.register(sub)
     return parser
 
 

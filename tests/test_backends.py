@@ -1,0 +1,131 @@
+"""Other solvers than HiGHS: same optimum on random instances, verified placements,
+honest statuses (a size-limited licence is not our failure)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from oracles import random_instance
+
+from placement.bench import solve_cim_backend
+from placement.cim import solve_cim
+from placement.errors import PlacementError
+from placement.instance import CimEdge, CimInstance, CimOperator
+from placement.models.cim import build_cim_model
+from placement.solvers import backends
+from placement.solvers.backends import LICENCE_LIMIT, available_solvers, solve_with
+from placement.solvers.cpsat import cpsat_unavailable, rounded_instance, solve_cpsat, time_unit
+from placement.solvers.result import SolveStatus
+from placement.verify import verify_cim
+
+AVAILABLE = available_solvers()
+N_RANDOM = 20
+
+
+def _instances(n: int = N_RANDOM, seed0: int = 100) -> list[CimInstance]:
+    out = []
+    for seed in range(seed0, seed0 + n):
+        rng = random.Random(seed)
+        out.append(random_instance(rng, rng.randint(3, 8)))
+    return out
+
+
+def _skip_unless(name: str) -> None:
+    reason = cpsat_unavailable() if name == "cpsat" else AVAILABLE[name]
+    if reason is not None:
+        pytest.skip(f"{name} not installed: {reason}")
+
+
+def test_available_solvers_names_every_backend():
+    assert set(AVAILABLE) == {"highs", "scip", "cbc", "gurobi"}
+    assert AVAILABLE["highs"] is None
+    for name, why in AVAILABLE.items():
+        assert why is None or name in why  # a reason names the solver and how to install it
+
+
+def test_unknown_solver_is_a_clear_error():
+    inst = _instances(1)[0]
+    with pytest.raises(PlacementError, match="unknown solver 'nosuch'; known: highs, scip"):
+        solve_with(build_cim_model(inst), "nosuch")
+
+
+def test_unavailable_solver_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(backends, "_unavailable_reason",
+                        lambda name: f"{name} is not available: pip install it")
+    with pytest.raises(PlacementError, match="scip is not available: pip install"):
+        solve_with(build_cim_model(_instances(1)[0]), "scip")
+
+
+@pytest.mark.solver
+def test_cpsat_matches_highs_on_random_instances():
+    _skip_unless("cpsat")
+    for inst in _instances():
+        ref = solve_cim(inst, threads=1).result
+        out = solve_cpsat(inst, time_limit=30, threads=1)
+        r = out.result
+        assert r.status == SolveStatus.OPTIMAL, r.message
+        assert out.schedule is not None
+        assert verify_cim(inst, out.schedule, claimed_makespan=r.objective).ok
+        assert r.objective == pytest.approx(ref.objective, rel=1e-4)
+        assert r.best_bound <= ref.objective * (1 + 1e-9)  # rounding down keeps it a bound
+
+
+@pytest.mark.slow  # ~5-14 s; CP-SAT above is the default second-solver oracle
+@pytest.mark.solver
+def test_scip_matches_highs_on_random_instances():
+    _skip_unless("scip")
+    for inst in _instances():
+        ref = solve_cim(inst, threads=1).result
+        r, schedule = solve_cim_backend(inst, "scip", formulation="faithful", threads=1,
+                                        time_limit=30)
+        assert r.status == SolveStatus.OPTIMAL, r.message
+        assert schedule is not None and verify_cim(inst, schedule).ok
+        assert r.objective == pytest.approx(ref.objective, rel=1e-4)
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize(
+    "solver", ["scip", "cbc", pytest.param("gurobi", marks=pytest.mark.slow)]  # licence checks
+)
+def test_tightened_with_start_on_other_solvers(solver):
+    _skip_unless(solver)
+    for inst in _instances(3, seed0=7):
+        ref = solve_cim(inst, threads=1).result
+        r, schedule = solve_cim_backend(inst, solver, formulation="tightened", warm_start=True,
+                                        threads=1, time_limit=30)
+        assert r.status == SolveStatus.OPTIMAL, r.message
+        assert schedule is not None and verify_cim(inst, schedule).ok
+        assert r.objective == pytest.approx(ref.objective, rel=1e-4)
+
+
+def _wide_instance(n: int) -> CimInstance:
+    """A fork of n parallel operators: n(n-1)/2 ordering binaries, beyond 2,000 quickly."""
+    ops = [CimOperator("src", 1e-4, 1e-5, 1), CimOperator("dst", 1e-4)]
+    edges = []
+    for i in range(n):
+        ops.append(CimOperator(f"b{i}", 1e-4 * (1 + i % 3), 2e-5, 1))
+        edges += [CimEdge("src", f"b{i}", 1e-6), CimEdge(f"b{i}", "dst", 1e-6)]
+    return CimInstance.build(ops, edges, crossbar_budget=5)
+
+
+@pytest.mark.solver
+def test_gurobi_size_limit_is_reported_as_licence_limit():
+    _skip_unless("gurobi")
+    if backends.gurobi_licence() != "LimitedLicense":
+        pytest.skip("gurobi has a full licence here: no size limit to hit")
+    model = build_cim_model(_wide_instance(70))  # 2,415 ordering binaries
+    r = solve_with(model, "gurobi", time_limit=5)
+    assert r.status == SolveStatus.ERROR
+    assert r.options.get("licence_limit") is True
+    assert r.message.startswith(LICENCE_LIMIT)
+
+
+def test_cpsat_rounding_is_down_and_fine():
+    inst = _instances(1)[0]
+    unit = time_unit(inst)
+    assert unit <= 1e-9
+    r = rounded_instance(inst, unit)
+    for a, b in zip(inst.operators, r.operators, strict=True):
+        assert b.t_host * unit <= a.t_host + 1e-18
+        assert a.t_host - b.t_host * unit <= unit * (1 + 1e-9)

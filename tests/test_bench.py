@@ -1,0 +1,169 @@
+"""``placement bench`` end to end, the Table-I summary, and ``placement export`` / write_model."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from pathlib import Path
+
+import highspy
+import pyomo.environ as pyo
+import pytest
+from oracles import random_instance
+
+from placement.bench import COLUMNS, format_summary, parse_grid, summarize
+from placement.cim import solve_cim
+from placement.cli import main
+from placement.errors import PlacementError
+from placement.export import write_model
+from placement.models.cim import FORMULATIONS, build_cim_model
+
+ROOT = Path(__file__).resolve().parent.parent
+INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
+
+
+def run(capsys, *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _highs_objective(path: Path) -> float:
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    assert h.readModel(str(path)) == highspy.HighsStatus.kOk
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    return h.getInfo().objective_function_value
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("suffix", [".mps", ".lp"])
+@pytest.mark.parametrize("formulation", list(FORMULATIONS))
+def test_exported_model_solves_to_the_same_objective(tmp_path, suffix, formulation):
+    inst = random_instance(random.Random(11), 8)
+    ref = solve_cim(inst, threads=1).result.objective  # seconds
+    model = build_cim_model(inst, families=FORMULATIONS[formulation])
+    path = write_model(model, tmp_path / f"cim{suffix}")
+    text = path.read_text()
+    assert "host" in text and "makespan" in text  # symbolic names
+    # The file is in the model's time unit: objective x time_unit = seconds.
+    assert _highs_objective(path) * pyo.value(model.time_unit) == pytest.approx(ref, rel=1e-4)
+
+
+def test_write_model_rejects_unknown_suffix(tmp_path):
+    model = build_cim_model(random_instance(random.Random(1), 3))
+    with pytest.raises(PlacementError, match="use .mps or .lp"):
+        write_model(model, tmp_path / "m.txt")
+    assert not list(tmp_path.iterdir())
+
+
+def test_parse_grid():
+    assert len(parse_grid("paper")) == 16
+    assert parse_grid("single") == ((None, None),)
+    assert parse_grid("25,100x50") == ((25, 50.0), (100, 50.0))
+    with pytest.raises(PlacementError, match="grid 'nope'"):
+        parse_grid("nope")
+
+
+@pytest.mark.solver
+def test_bench_end_to_end_writes_verified_rows(capsys, tmp_path):
+    out = tmp_path / "bench"
+    code, stdout, err = run(
+        capsys, "bench", INT8, "--grid", "50,100x50,1000", "--solvers", "highs",
+        "--time-limit", "20", "--threads", "1", "--profile-runs", "3", "-o", out,
+    )
+    assert code == 0, err
+    with (out / "runs.csv").open() as fh:
+        reader = csv.DictReader(fh)
+        assert tuple(reader.fieldnames or ()) == COLUMNS
+        rows = list(reader)
+    assert len(rows) == 4 * 2  # grid points x (faithful, tightened)
+    assert all(r["verified"] == "True" and r["status"] == "optimal" for r in rows)
+    assert {r["formulation"] for r in rows} == {"faithful", "tightened"}
+    assert all(int(r["operators"]) > 0 and int(r["constraints"]) > 0 for r in rows)
+    assert len(json.loads((out / "runs.json").read_text())) == 8
+    assert "mean gap%" in stdout and "resnet_tiny_int8" in stdout
+    assert (out / "summary.txt").exists() and (out / "summary.csv").exists()
+    assert "[8/8" in err  # progress lines
+    profiles = list((out / "profiles").glob("*.json"))
+    assert len(profiles) == 1
+
+    # A rerun reuses the cached profile (same latencies: same instances).
+    code, _, err = run(capsys, "bench", INT8, "--grid", "single", "--formulations", "tightened",
+                       "--time-limit", "20", "-o", out)
+    assert code == 0 and "profile reused" in err
+
+
+def test_bench_unknown_solver_is_one_clear_line(capsys, tmp_path):
+    code, _, err = run(capsys, "bench", INT8, "--solvers", "highs,nosuch", "-o", tmp_path)
+    assert code == 1
+    assert "placement: error: unknown solver 'nosuch'" in err
+    assert "Traceback" not in err
+
+
+def test_bench_unavailable_solver_is_one_clear_line(capsys, tmp_path, monkeypatch):
+    from placement.solvers import backends
+
+    monkeypatch.setattr(backends, "_unavailable_reason",
+                        lambda n: None if n == "highs" else f"{n} is not available: pip install")
+    code, _, err = run(capsys, "bench", INT8, "--solvers", "highs,scip", "-o", tmp_path)
+    assert code == 1
+    assert "solver scip is unavailable: scip is not available: pip install" in err
+    assert "--skip-unavailable" in err
+    assert not (tmp_path / "runs.csv").exists()  # nothing ran
+
+
+def test_summary_is_table_one_shaped():
+    rows = []
+    for i, (status, gap) in enumerate([("optimal", 0.0), ("time_limit", 0.02)]):
+        row = dict.fromkeys(COLUMNS)
+        row.update(network="net", hardware="hw", formulation="faithful", solver="highs",
+                   operators=10, variables=30, binaries=20, constraints=50, status=status,
+                   gap=gap, verified=True, total_s=1.0 + i, solve_s=0.5, build_share=0.1)
+        rows.append(row)
+    (s,) = summarize(rows)
+    assert s["optimal"] == 1 and s["runs"] == 2 and s["verified"] == 2
+    assert s["mean_gap"] == pytest.approx(0.01) and s["max_gap"] == pytest.approx(0.02)
+    assert s["mean_total_s"] == pytest.approx(1.5)
+    text = "\n".join(format_summary([s]))
+    assert "1/2" in text and "1.000" in text
+
+
+@pytest.mark.solver
+def test_export_cli_writes_a_solvable_file_and_sidecar(capsys, tmp_path):
+    out = tmp_path / "tiny.mps"
+    code, stdout, err = run(capsys, "export", INT8, "-o", out, "--hardware", "arm-a72",
+                            "--runs", "3", "--warmup", "1", "-q")
+    assert code == 0, err
+    meta = json.loads((tmp_path / "tiny.mps.json").read_text())
+    assert meta["formulation"] == "tightened" and meta["time_unit_seconds"] > 0
+    assert _highs_objective(out) > 0
+    assert "objective x" in stdout
+
+
+def test_export_cli_rejects_bad_suffix(capsys, tmp_path):
+    code, _, err = run(capsys, "export", INT8, "-o", tmp_path / "x.txt")
+    assert code == 1 and "must end in .mps or .lp" in err
+
+
+@pytest.mark.slow
+@pytest.mark.solver
+def test_bench_cpsat_modes_and_other_solvers(capsys, tmp_path):
+    from placement.bench import check_solvers
+
+    wanted = [s for s, why in check_solvers(["scip", "cbc", "cpsat", "cpsat+highs"]).items()
+              if why is None]
+    if not wanted:
+        pytest.skip("no second solver installed")
+    code, _, err = run(capsys, "bench", INT8, "--grid", "25x50,1000", "--solvers",
+                       ",".join(wanted), "--time-limit", "20", "-o", tmp_path)
+    assert code == 0, err
+    rows = json.loads((tmp_path / "runs.json").read_text())
+    assert rows and all(r["verified"] for r in rows)
+    by_point: dict[tuple, set] = {}
+    for r in rows:
+        by_point.setdefault((r["crossbars"], r["t_mvm_ns"]), set()).add(round(r["objective_s"], 9))
+    for objs in by_point.values():  # every solver finds the same optimum
+        assert max(objs) - min(objs) <= 1e-4 * max(objs)
