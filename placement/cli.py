@@ -44,8 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="placement",
-        description="Optimal placement of ONNX operators on a host CPU + compute-in-memory"
-        " accelerator.",
+        description="Optimal placement of ML workloads on a host CPU + compute-in-memory (CIM)"
+        " accelerator or processing-in-memory (PIM) cores.",
     )
     parser.add_argument("--version", action="version", version=f"placement {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
