@@ -7,6 +7,7 @@ import json
 
 import pytest
 from onnx import helper
+from onnx_builders import model, save, tensor
 
 from placement.errors import PlacementError
 from placement.profiling.counters import (
@@ -23,7 +24,6 @@ from placement.profiling.counters import (
 )
 from placement.profiling.nest_profile import NestProfile
 from placement.rules import TABLE1_EVENTS
-from tests.onnx_builders import model, save, tensor
 
 IDS = ["n000", "n001", "n002"]
 HEADER = "nest_id," + ",".join(TABLE1_EVENTS)

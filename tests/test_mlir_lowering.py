@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
+from onnx_builders import const, model, save, tensor
 
 from placement.errors import PlacementError
-from tests.onnx_builders import const, model, save, tensor
 
 pytest.importorskip("torch_mlir")
 

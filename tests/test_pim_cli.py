@@ -9,10 +9,10 @@ import re
 
 import pytest
 from onnx import helper
+from onnx_builders import model, save, tensor
 
 from placement.cli import main
 from placement.rules import TABLE1_EVENTS
-from tests.onnx_builders import model, save, tensor
 
 pytest.importorskip("torch_mlir")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from onnx import helper
+from onnx_builders import model, save, tensor
 
 from placement.cli import main
 from placement.errors import PlacementError
@@ -28,7 +29,6 @@ from placement.sweep import (
     plan_points,
     run_sweep,
 )
-from tests.onnx_builders import model, save, tensor
 
 ROOT = Path(__file__).resolve().parent.parent
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
