@@ -138,6 +138,9 @@ def _parser() -> argparse.ArgumentParser:
     nests.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     nests.set_defaults(handler=_cmd_nests)
 
+    presets = sub.add_parser("presets", help="list the hardware presets")
+    presets.set_defaults(handler=_cmd_presets)
+
     # Commands that live in their own modules: sweep, bench + export, report.
     from placement import cli_bench, cli_report, cli_sweep
 

@@ -214,7 +214,7 @@ def test_speedup_vs_crossbars_has_a_panel_per_host_and_a_line_per_latency(cim):
                 (r["crossbars"], r["speedup"]) for r in rows
                 if r["hardware"] == host and r["t_mvm_ns"] == t
             )  # fmt: skip
-            assert pts == pytest.approx(want)
+            assert _flat(pts) == pytest.approx(_flat(want))
         assert "crossbars" in ax.get_xlabel()
     assert "speed-up" in axes[0].get_ylabel()
     assert "resnet_tiny_int8" in fig.get_suptitle()
@@ -378,7 +378,7 @@ def test_pim_speedup_vs_cores_one_line_per_workload(pim):
     assert sorted(lines) == sorted(f"softmax_{s}" for s in SIZES)
     for s in SIZES:
         want = sorted((r["cores"], r["speedup"]) for r in rows if r["model"] == f"softmax_{s}.onnx")
-        assert lines[f"softmax_{s}"] == pytest.approx(want)
+        assert _flat(lines[f"softmax_{s}"]) == pytest.approx(_flat(want))
     assert [t.get_text() for t in ax.get_xticklabels()] == [str(c) for c in CORES]
     assert "cores" in ax.get_xlabel() and "speed-up" in ax.get_ylabel()
 
@@ -449,3 +449,8 @@ def test_numbers_from_rows():
     assert plots.num({"a": "nan"}, "a") is None
     assert plots.num({}, "a") is None
     assert math.isclose(plots.num({"a": 2}, "a") or 0, 2.0)
+
+
+def _flat(points: list[tuple[float, float]]) -> list[float]:
+    """(x, y) pairs as one flat list: pytest.approx does not take nested sequences."""
+    return [value for point in points for value in point]
