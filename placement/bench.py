@@ -56,7 +56,7 @@ GRIDS: dict[str, tuple[tuple[int | None, float | None], ...]] = {
     "paper": tuple((c, t) for c in PAPER_CROSSBARS for t in PAPER_T_MVM_NS),
     "single": ((None, None),),  # the preset's own crossbars and MVM latency
 }
-FORMULATION_NAMES = ("faithful", "tightened")
+FORMULATION_NAMES = ("faithful", "bounded", "tightened", "auto")
 MIP_SOLVERS = ("highs", "scip", "cbc", "gurobi")
 MODES = (*MIP_SOLVERS, "cpsat", "cpsat+highs")
 COLUMNS = (

@@ -34,7 +34,8 @@ def summary_lines(
     }.get(res.status, res.status.value)
     gap = "n/a" if res.gap is None else f"{res.gap * 100:.3g}%"
     lines.append(
-        f"solver: {_solver_label(res)} {status}, gap {gap}, solve {res.solve_seconds:.2f} s"
+        f"solver: {_solver_label(res)} on the {res.options.get('formulation', '?')} model:"
+        f" {status}, gap {gap}, solve {res.solve_seconds:.2f} s"
         f" (build {res.build_seconds:.2f} s{_heuristic_note(res)}); {res.size.variables} variables"
         f" ({res.size.binaries} binary), {res.size.constraints} constraints"
     )

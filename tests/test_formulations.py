@@ -75,7 +75,11 @@ def diamond() -> CimInstance:
 
 def test_registry_is_complete():
     assert set(FAMILY_COMPONENTS) == set(FAMILY_BUILDERS)
-    assert FORMULATIONS == {"faithful": FAITHFUL_FAMILIES, "tightened": TIGHTENED_FAMILIES}
+    assert FORMULATIONS == {
+        "faithful": FAITHFUL_FAMILIES,
+        "bounded": (*FAITHFUL_FAMILIES, "host_serial", "energetic", "bottleneck"),
+        "tightened": TIGHTENED_FAMILIES,
+    }
     assert set(TIGHTENING_FAMILIES) <= set(TIGHTENED_FAMILIES)
     assert "ordering" not in TIGHTENED_FAMILIES  # dominated by the window rows
     assert formulation_families("tightened") == TIGHTENED_FAMILIES
@@ -211,7 +215,8 @@ def test_formulations_match_brute_force(seed):
     inst = branched(seed)
     best = optimum(seed)
     # Warm start on the faithful model is covered by the warm-start tests below.
-    for formulation, warm in (("faithful", False), ("tightened", False), ("tightened", True)):
+    runs = (("faithful", False), ("bounded", False), ("tightened", False), ("tightened", True))
+    for formulation, warm in runs:
         placed = solve_cim(inst, rel_gap=0.0, formulation=formulation, warm_start=warm)
         res = placed.result
         assert res.status == SolveStatus.OPTIMAL, (formulation, warm, res.message)
@@ -321,3 +326,21 @@ def test_start_values_cover_every_variable():
         lo, hi = con.lb, con.ub
         assert lo is None or body >= lo - 1e-6, con.name
         assert hi is None or body <= hi + 1e-6, con.name
+
+
+def test_auto_formulation_follows_the_graph_shape():
+    from placement.cim import AUTO_MAX_PAIRS_FOR_BOUNDED, auto_formulation
+
+    chain = random_instance(random.Random(1), 40, edge_prob=1.0)  # all i -> j: a total order
+    assert len(chain.parallel_pairs) <= AUTO_MAX_PAIRS_FOR_BOUNDED
+    assert auto_formulation(chain) == "bounded"
+    wide = medium()
+    assert len(wide.parallel_pairs) > AUTO_MAX_PAIRS_FOR_BOUNDED
+    assert auto_formulation(wide) == "tightened"
+
+
+@pytest.mark.solver
+def test_auto_reports_the_formulation_it_chose():
+    placed = solve_cim(branched(SEEDS[0]), formulation="auto")
+    assert placed.result.options["formulation"] == "bounded"
+    assert "heuristic_seconds" not in placed.result.options  # no heuristic on the bounded path
