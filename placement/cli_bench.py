@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
                        help="hardware presets, comma-separated (default arm-a72)")
     bench.add_argument("--formulations", default="faithful,tightened",
                        help=f"comma-separated, of {', '.join(FORMULATION_NAMES)}"
-                       " (default both)")
+                       " (default faithful,tightened)")
     bench.add_argument("--solvers", default="highs",
                        help=f"comma-separated, of {', '.join(MODES)} (default highs)")
     bench.add_argument("--skip-unavailable", action="store_true",
