@@ -214,8 +214,9 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from placement.cim import solve_cim
     from placement.cim_instance import cim_instance
     from placement.graph import load_graph
+    from placement.jsonfile import write_json_atomic
     from placement.profiling.profile_file import HostProfile
-    from placement.report import result_document, summary_lines, write_json_atomic
+    from placement.report import result_document, summary_lines
 
     _check_solver_flags(args)
     if args.plot:
@@ -263,7 +264,9 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     for line in summary_lines(placement, graph, hw, args.details):
         print(line)
     if args.json:
-        write_json_atomic(args.json, result_document(placement, graph, hw, meta))
+        # allow_nan: a result document has always been written even with an infinite bound.
+        doc = result_document(placement, graph, hw, meta)
+        write_json_atomic(args.json, doc, allow_nan=True)
         _info(args, f"wrote {args.json}")
     if args.plot and placement.schedule is not None:
         from placement.plots import cim_gantt, save_figure

@@ -7,7 +7,6 @@ stderr (silenced by ``-q``), the summary on stdout, every user error a one-line
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
+from placement.jsonfile import write_json_atomic
 from placement.rules import fmt_bandwidth, fmt_time
 from placement.solvers.result import SolveStatus
 
@@ -98,7 +98,7 @@ def cmd_nests(args: argparse.Namespace) -> int:
             "model": {"path": str(args.model), "sha256": sha, "source_kind": program.source_kind},
             "nests": [n.to_json() for n in program.nests],
         }
-        _write_json(args.json, document)
+        write_json_atomic(args.json, document)
         _info(args, f"wrote {args.json}")
     return 0
 
@@ -240,7 +240,7 @@ def cmd_solve_pim(args: argparse.Namespace) -> int:
         allow_estimates=allow_estimates,
     )  # fmt: skip
     if args.json:
-        _write_json(args.json, document)
+        write_json_atomic(args.json, document)
         _info(args, f"wrote {args.json}")
     if getattr(args, "plot", None) and results[0].placement.on_pim is not None:
         from placement.plots import pim_gantt, save_figure
@@ -473,16 +473,6 @@ def _check_output_dir(path: str, flag: str) -> None:
         raise PlacementError(f"{flag} {path}: is a directory")
     if not parent.is_dir():
         raise PlacementError(f"{flag} {path}: directory {parent} does not exist")
-
-
-def _write_json(path: str, document: dict[str, Any]) -> None:
-    from placement.profiling.nest_profile import write_text_atomic
-
-    try:
-        text = json.dumps(document, indent=2, allow_nan=False) + "\n"
-    except (TypeError, ValueError) as exc:
-        raise PlacementError(f"{path}: cannot write JSON ({exc})") from None
-    write_text_atomic(Path(path), text, "JSON")
 
 
 def _info(args: argparse.Namespace, text: str) -> None:

@@ -12,10 +12,11 @@ import dataclasses
 import math
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from placement.errors import PlacementError
 
@@ -93,13 +94,13 @@ _HOST_KEYS = ("name", "arch")
 PIM_PRESET_PREFIX = "pim-"
 
 
-def preset_names() -> list[str]:
-    """The CPU + CIM presets (PIM presets are listed by ``pim_hardware.pim_preset_names``)."""
+def preset_names(*, pim: bool = False) -> list[str]:
+    """The CPU + CIM presets, or with ``pim=True`` the CPU + PIM ones (``pim-*.toml``)."""
     folder = resources.files("placement") / "presets"
     return sorted(
         p.name[: -len(".toml")]
         for p in folder.iterdir()
-        if p.name.endswith(".toml") and not p.name.startswith(PIM_PRESET_PREFIX)
+        if p.name.endswith(".toml") and p.name.startswith(PIM_PRESET_PREFIX) == pim
     )
 
 
@@ -126,56 +127,24 @@ def with_overrides(hw: Hardware, **cim_values: float | int | None) -> Hardware:
 
 
 def _read_source(name_or_path: str) -> tuple[str, str]:
-    if name_or_path in preset_names():
-        folder = resources.files("placement") / "presets"
-        return (folder / f"{name_or_path}.toml").read_text(), name_or_path
-    path = Path(name_or_path)
-    if not path.exists():
-        known = ", ".join(preset_names())
-        raise PlacementError(
-            f"hardware {name_or_path!r}: neither a preset ({known}) nor an existing TOML file"
-        )
-    try:
-        return path.read_text(), str(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlacementError(f"{path}: cannot read hardware file ({exc})") from None
+    return read_hardware_source(name_or_path, preset_names(), "hardware")
 
 
 def _parse(text: str, source: str, seen: tuple[str, ...]) -> Hardware:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PlacementError(f"{source}: not valid TOML ({exc})") from None
-    if "base" in data:
-        base_name = data["base"]
-        if base_name in seen or base_name == source:
-            raise PlacementError(f"{source}: 'base' refers back to itself ({base_name!r})")
-        base_text, base_source = _read_source(str(base_name))
-        base = _parse(base_text, base_source, seen + (source,))
-        merged = base.to_json()
-        merged["description"] = base.description
-        merged["name"] = Path(source).stem  # a derived file is not the preset itself
-        data = _merge(merged, data)
-        data.pop("base", None)
-    _reject_unknown(data, {"name", "description", "host", "cim", "source"}, source, "")
-    host_table = _table(data, "host", source)
-    cim_table = _table(data, "cim", source)
-    _reject_unknown(host_table, set(_HOST_KEYS), source, "host.")
-    for key in _HOST_KEYS:
-        if not isinstance(host_table.get(key), str) or not host_table[key]:
-            raise PlacementError(f"{source}: missing or empty key 'host.{key}'")
-    name = data.get("name") or Path(source).stem
+    data, host, cim_table = parse_hardware_tables(
+        text, source, seen, device="cim", load_base=lambda n, s: _parse(*_read_source(n), s)
+    )
     return Hardware(
-        name=str(name),
+        name=str(data.get("name") or Path(source).stem),
         description=str(data.get("description", "")),
-        host=HostSpec(name=host_table["name"], arch=host_table["arch"]),
+        host=host,
         cim=_cim_from_table(cim_table, source),
         source=source,
     )
 
 
 def _cim_from_table(table: dict[str, Any], source: str) -> CimSpec:
-    _reject_unknown(table, set(_CIM_KEYS), source, "cim.")
+    reject_unknown_keys(table, set(_CIM_KEYS), source, "cim.")
     fields: dict[str, Any] = {}
     for key, (field, scale, integral) in _CIM_KEYS.items():
         if key not in table:
@@ -194,19 +163,89 @@ def _cim_from_table(table: dict[str, Any], source: str) -> CimSpec:
     return CimSpec(**fields)
 
 
-def _table(data: dict[str, Any], key: str, source: str) -> dict[str, Any]:
-    table = data.get(key)
-    if not isinstance(table, dict):
-        raise PlacementError(f"{source}: missing table [{key}]")
-    return table
+# ------------------------------------------------- file mechanics shared with pim_hardware
 
 
-def _reject_unknown(table: dict[str, Any], allowed: set[str], source: str, prefix: str) -> None:
+class _HardwareLike(Protocol):
+    """What a ``base =`` file must offer to be extended (Hardware, PimHardware)."""
+
+    @property
+    def description(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def read_hardware_source(name_or_path: str, presets: list[str], what: str) -> tuple[str, str]:
+    """(TOML text, source) of a preset in ``presets`` by name, or of a file by path.
+
+    ``what`` names the kind in messages ("hardware", "PIM hardware").
+    """
+    if name_or_path in presets:
+        folder = resources.files("placement") / "presets"
+        return (folder / f"{name_or_path}.toml").read_text(), name_or_path
+    path = Path(name_or_path)
+    if not path.exists():
+        known = ", ".join(presets)
+        raise PlacementError(
+            f"{what} {name_or_path!r}: neither a preset ({known}) nor an existing TOML file"
+        )
+    try:
+        return path.read_text(), str(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlacementError(f"{path}: cannot read {what} file ({exc})") from None
+
+
+def parse_hardware_tables(
+    text: str,
+    source: str,
+    seen: tuple[str, ...],
+    *,
+    device: str,
+    load_base: Callable[[str, tuple[str, ...]], _HardwareLike],
+) -> tuple[dict[str, Any], HostSpec, dict[str, Any]]:
+    """Decode a hardware TOML file: (top-level table, host, ``[device]`` table).
+
+    A ``base = "<preset or file>"`` is loaded with ``load_base(name, seen)`` (so it is
+    validated on its own) and the file's keys override it; ``seen`` stops cycles.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlacementError(f"{source}: not valid TOML ({exc})") from None
+    if "base" in data:
+        base_name = data["base"]
+        if base_name in seen or base_name == source:
+            raise PlacementError(f"{source}: 'base' refers back to itself ({base_name!r})")
+        base = load_base(str(base_name), seen + (source,))
+        merged = base.to_json()
+        merged["description"] = base.description
+        merged["name"] = Path(source).stem  # a derived file is not the preset itself
+        data = _merge(merged, data)
+        data.pop("base", None)
+    reject_unknown_keys(data, {"name", "description", "host", device, "source"}, source, "")
+    host_table = _table(data, "host", source)
+    device_table = _table(data, device, source)
+    reject_unknown_keys(host_table, set(_HOST_KEYS), source, "host.")
+    for key in _HOST_KEYS:
+        if not isinstance(host_table.get(key), str) or not host_table[key]:
+            raise PlacementError(f"{source}: missing or empty key 'host.{key}'")
+    return data, HostSpec(name=host_table["name"], arch=host_table["arch"]), device_table
+
+
+def reject_unknown_keys(table: dict[str, Any], allowed: set[str], source: str, prefix: str) -> None:
+    """Refuse a key not in ``allowed`` (a typo must not be silently ignored)."""
     unknown = sorted(set(table) - allowed)
     if unknown:
         raise PlacementError(
             f"{source}: unknown key '{prefix}{unknown[0]}' (allowed: {', '.join(sorted(allowed))})"
         )
+
+
+def _table(data: dict[str, Any], key: str, source: str) -> dict[str, Any]:
+    table = data.get(key)
+    if not isinstance(table, dict):
+        raise PlacementError(f"{source}: missing table [{key}]")
+    return table
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -48,18 +48,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
 from placement.hardware import (
-    PIM_PRESET_PREFIX,
     HostSpec,
-    _merge,
-    _reject_unknown,
-    _table,
-    tomllib,
+    parse_hardware_tables,
+    preset_names,
+    read_hardware_source,
+    reject_unknown_keys,
 )
 
 # File key -> (PimSpec field, factor to SI, must be a whole number)
@@ -190,12 +188,7 @@ class PimHardware:
 
 
 def pim_preset_names() -> list[str]:
-    folder = resources.files("placement") / "presets"
-    return sorted(
-        p.name[: -len(".toml")]
-        for p in folder.iterdir()
-        if p.name.endswith(".toml") and p.name.startswith(PIM_PRESET_PREFIX)
-    )
+    return preset_names(pim=True)
 
 
 def load_pim_hardware(name_or_path: str | Path = "pim-icelake") -> PimHardware:
@@ -214,55 +207,24 @@ def with_pim_overrides(hw: PimHardware, **pim_values: float | int | None) -> Pim
 
 
 def _read_source(name_or_path: str) -> tuple[str, str]:
-    if name_or_path in pim_preset_names():
-        folder = resources.files("placement") / "presets"
-        return (folder / f"{name_or_path}.toml").read_text(), name_or_path
-    path = Path(name_or_path)
-    if not path.exists():
-        known = ", ".join(pim_preset_names())
-        raise PlacementError(
-            f"PIM hardware {name_or_path!r}: neither a preset ({known}) nor an existing TOML file"
-        )
-    try:
-        return path.read_text(), str(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlacementError(f"{path}: cannot read PIM hardware file ({exc})") from None
+    return read_hardware_source(name_or_path, pim_preset_names(), "PIM hardware")
 
 
 def _parse(text: str, source: str, seen: tuple[str, ...]) -> PimHardware:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PlacementError(f"{source}: not valid TOML ({exc})") from None
-    if "base" in data:
-        base_name = data["base"]
-        if base_name in seen or base_name == source:
-            raise PlacementError(f"{source}: 'base' refers back to itself ({base_name!r})")
-        base_text, base_source = _read_source(str(base_name))
-        base = _parse(base_text, base_source, seen + (source,))
-        merged = base.to_json()
-        merged["description"] = base.description
-        merged["name"] = Path(source).stem  # a derived file is not the preset itself
-        data = _merge(merged, data)
-        data.pop("base", None)
-    _reject_unknown(data, {"name", "description", "host", "pim", "source"}, source, "")
-    host_table = _table(data, "host", source)
-    pim_table = _table(data, "pim", source)
-    _reject_unknown(host_table, {"name", "arch"}, source, "host.")
-    for key in ("name", "arch"):
-        if not isinstance(host_table.get(key), str) or not host_table[key]:
-            raise PlacementError(f"{source}: missing or empty key 'host.{key}'")
+    data, host, pim_table = parse_hardware_tables(
+        text, source, seen, device="pim", load_base=lambda n, s: _parse(*_read_source(n), s)
+    )
     return PimHardware(
         name=str(data.get("name") or Path(source).stem),
         description=str(data.get("description", "")),
-        host=HostSpec(name=host_table["name"], arch=host_table["arch"]),
+        host=host,
         pim=_pim_from_table(pim_table, source),
         source=source,
     )
 
 
 def _pim_from_table(table: dict[str, Any], source: str) -> PimSpec:
-    _reject_unknown(table, set(_PIM_KEYS), source, "pim.")
+    reject_unknown_keys(table, set(_PIM_KEYS), source, "pim.")
     fields: dict[str, Any] = {}
     for key, (field, scale, integral) in _PIM_KEYS.items():
         if key not in table:

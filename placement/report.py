@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
 from placement.cim import CimPlacement
@@ -101,20 +97,6 @@ def result_document(
     doc["hardware"] = hw.to_json()
     doc["host_profile"] = profile_meta
     return doc
-
-
-def write_json_atomic(path: str | Path, document: dict[str, Any]) -> None:
-    """Write to a temp file beside ``path`` and rename: a failure leaves no partial file."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(document, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _solver_label(res: SolveResult) -> str:

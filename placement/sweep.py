@@ -90,6 +90,7 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
+from placement.jsonfile import write_json_atomic, write_text_atomic
 
 FORMAT = "placement-sweep"
 FORMAT_VERSION = 1
@@ -727,7 +728,7 @@ class SweepStore:
         self.dir.mkdir(exist_ok=True)
         self.profiles_dir.mkdir(exist_ok=True)
         self.schedules_dir.mkdir(exist_ok=True)
-        _write_json(self.manifest_path, manifest)
+        write_json_atomic(self.manifest_path, manifest)
 
     # -- points
 
@@ -763,7 +764,7 @@ class SweepStore:
         """Schedule first, then the log line (fsynced): a logged point always has both."""
         pid = outcome.row["point_id"]
         if outcome.document is not None:
-            _write_json(self.schedules_dir / f"{pid}.json", outcome.document)
+            write_json_atomic(self.schedules_dir / f"{pid}.json", outcome.document)
         if self._log is None:
             self._log = self.log_path.open("a", encoding="utf-8")
         self._log.write(json.dumps(_clean(outcome.row), allow_nan=False) + "\n")
@@ -782,10 +783,8 @@ class SweepStore:
         writer.writerow(columns)
         for row in rows:
             writer.writerow([_csv_cell(row.get(c)) for c in columns])
-        from placement.profiling.nest_profile import write_text_atomic
-
         write_text_atomic(self.csv_path, buf.getvalue(), "sweep table")
-        _write_json(
+        write_json_atomic(
             self.json_path, [{c: _clean_value(row.get(c)) for c in columns} for row in rows]
         )
 
@@ -830,16 +829,6 @@ def _clean_value(value: Any) -> Any:
 
 def _clean(row: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _clean_value(v) for k, v in row.items()}
-
-
-def _write_json(path: Path, document: Any) -> None:
-    from placement.profiling.nest_profile import write_text_atomic
-
-    try:
-        text = json.dumps(document, indent=2, allow_nan=False) + "\n"
-    except (TypeError, ValueError) as exc:
-        raise PlacementError(f"{path}: cannot write JSON ({exc})") from None
-    write_text_atomic(path, text, "JSON")
 
 
 # --------------------------------------------------------------------------- the sweep

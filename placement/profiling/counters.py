@@ -43,7 +43,6 @@ from __future__ import annotations
 import csv
 import ctypes
 import errno
-import json
 import math
 import os
 import platform
@@ -56,6 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from placement.errors import PlacementError
+from placement.jsonfile import parse_json, read_text_file
 from placement.rules import (
     EV_1_PORTS_UTIL,
     EV_2_PORTS_UTIL,
@@ -391,14 +391,7 @@ def load_counters(path: str | Path, nest_ids: Iterable[str]) -> dict[str, dict[s
     """Table 1 counters per nest from a CSV or JSON file; one-line errors naming the fault."""
     path = Path(path)
     ids = list(nest_ids)
-    if not path.exists():
-        raise PlacementError(f"{path}: no such counters file")
-    if path.is_dir():
-        raise PlacementError(f"{path}: is a directory, expected a counters .csv or .json file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlacementError(f"{path}: cannot read counters ({exc})") from None
+    text = read_text_file(path, "counters", "a counters .csv or .json file")
     if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
         table = _parse_json(text, path)
     else:
@@ -449,11 +442,7 @@ def _parse_csv(text: str, path: Path) -> dict[str, dict[str, float]]:
 
 
 def _parse_json(text: str, path: Path) -> dict[str, dict[str, float]]:
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise PlacementError(f"{path}: not a JSON counters file ({reason})") from None
+    data = parse_json(text, path, "counters file", "count")
     if isinstance(data, dict) and isinstance(data.get("counters"), dict):
         data = data["counters"]
     if not isinstance(data, dict):
@@ -486,10 +475,6 @@ def _count(value: Any, where: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise PlacementError(f"{where}: must be a count >= 0, got {value!r}")
     return float(value)
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a valid count")
 
 
 def counters_to_json(counters: Mapping[str, Mapping[str, float]] | None) -> Any:

@@ -26,25 +26,27 @@ File format (JSON object, written with indentation)::
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
+from placement.jsonfile import read_json_file, write_json_atomic
 from placement.nests import LoopNest
 from placement.profiling.counters import event_key
+from placement.profiling.profile_format import (
+    check_header,
+    check_model_fields,
+    check_model_match,
+    is_nonnegative_number,
+)
 from placement.rules import TABLE1_EVENTS
 
 FORMAT_NAME = "placement-nest-profile"
 FORMAT_VERSION = 1
 MEASURED, FILE, UNAVAILABLE = "measured", "file", "unavailable"
-
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+HOST_FORMAT_NAME = "placement-host-profile"  # the CIM format, named when given by mistake
 
 
 @dataclass
@@ -93,61 +95,27 @@ class NestProfile:
 
     def save(self, path: str | Path) -> None:
         """Write the profile as JSON, atomically (temp file + rename): never half a file."""
-        path = Path(path)
-        try:
-            text = json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n"
-        except (TypeError, ValueError) as exc:
-            raise PlacementError(f"{path}: cannot write nest profile ({exc})") from None
-        write_text_atomic(path, text, "nest profile")
+        write_json_atomic(Path(path), self.to_json(), "nest profile")
 
     @classmethod
     def load(cls, path: str | Path) -> NestProfile:
         """Read a nest profile; any problem is a one-line PlacementError naming the file."""
         path = Path(path)
-        if not path.exists():
-            raise PlacementError(f"{path}: no such nest profile file")
-        if path.is_dir():
-            raise PlacementError(f"{path}: is a directory, expected a nest profile .json file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise PlacementError(f"{path}: cannot read nest profile ({exc})") from None
-        try:
-            data = json.loads(text, parse_constant=_reject_constant)
-        except (ValueError, RecursionError) as exc:
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            raise PlacementError(f"{path}: not a JSON nest profile ({reason})") from None
-        return cls._from_json(data, path)
+        return cls._from_json(read_json_file(path, "nest profile", "nest profile"), path)
 
     @classmethod
     def _from_json(cls, data: Any, path: Path) -> NestProfile:
         def bad(what: str) -> PlacementError:
             return PlacementError(f"{path}: invalid nest profile: {what}")
 
-        if not isinstance(data, dict):
-            raise bad("expected a JSON object")
-        if data.get("format") != FORMAT_NAME:
-            hint = (
-                " (this is a CIM host profile; use --target cim)"
-                if data.get("format") == "placement-host-profile"
-                else ""
-            )
-            raise bad(f"'format' is not {FORMAT_NAME!r}{hint}")
-        version = data.get("version")
-        if version != FORMAT_VERSION:
-            raise PlacementError(
-                f"{path}: nest profile format version {version!r} is not supported (expected"
-                f" {FORMAT_VERSION}); re-run `placement profile --target pim` to measure it again"
-            )
-        for key in ("model_path", "model_sha256", "source_kind", "nests", "t_cpu",
-                    "counters", "counter_source", "metadata"):  # fmt: skip
-            if key not in data:
-                raise bad(f"missing key {key!r}")
-        if not isinstance(data["model_path"], str):
-            raise bad("'model_path' must be a string")
-        sha = data["model_sha256"]
-        if not isinstance(sha, str) or not _SHA256.match(sha):
-            raise bad("'model_sha256' must be 64 lowercase hex digits")
+        data = check_header(
+            data, path, bad, kind="nest profile", format_name=FORMAT_NAME,
+            version=FORMAT_VERSION, rerun="placement profile --target pim",
+            keys=("model_path", "model_sha256", "source_kind", "nests", "t_cpu",
+                  "counters", "counter_source", "metadata"),
+            format_hints={HOST_FORMAT_NAME: " (this is a CIM host profile; use --target cim)"},
+        )  # fmt: skip
+        model_path, sha = check_model_fields(data, bad)
         if data["source_kind"] not in ("onnx", "mlir"):
             raise bad("'source_kind' must be 'onnx' or 'mlir'")
         raw_nests = data["nests"]
@@ -171,7 +139,7 @@ class NestProfile:
         for nid in ids:
             if nid not in t_cpu:
                 raise bad(f"nest {nid!r} has no 't_cpu'")
-            if not _is_time(t_cpu[nid]):
+            if not is_nonnegative_number(t_cpu[nid]):
                 raise bad(f"'t_cpu' of nest {nid!r} must be a non-negative number of seconds")
         source = data["counter_source"]
         if not isinstance(source, str) or not (
@@ -191,7 +159,7 @@ class NestProfile:
             counters=counters,
             counter_source=source,
             model_sha256=sha,
-            model_path=data["model_path"],
+            model_path=model_path,
             source_kind=data["source_kind"],
             metadata=data["metadata"],
             source=str(path),
@@ -199,15 +167,11 @@ class NestProfile:
 
     def check_matches(self, sha256: str, path_for_message: str) -> None:
         """Refuse a profile measured on a different model file (hash mismatch)."""
-        if sha256 == self.model_sha256:
-            return
-        where = f"nest profile {self.source}" if self.source else "the nest profile"
-        fresh = Path(path_for_message).with_suffix(".nests.json")
-        raise PlacementError(
-            f"{where} was measured on {self.model_path} (sha256 {self.model_sha256[:12]}), "
-            f"not on {path_for_message} (sha256 {sha256[:12]}); "
-            f"re-run `placement profile {path_for_message} --target pim -o {fresh}`"
-        )
+        check_model_match(
+            kind="nest profile", source=self.source, model_path=self.model_path,
+            model_sha256=self.model_sha256, sha256=sha256, path_for_message=path_for_message,
+            fresh_suffix=".nests.json", profile_flags=" --target pim",
+        )  # fmt: skip
 
 
 def _check_counters(counters: Any, ids: set[str], bad: Any) -> dict[str, dict[str, float]]:
@@ -224,45 +188,7 @@ def _check_counters(counters: Any, ids: set[str], bad: Any) -> dict[str, dict[st
         if missing:
             raise bad(f"counters of nest {nid!r} miss event(s) {', '.join(missing)}")
         for e in TABLE1_EVENTS:
-            if not _is_time(row[e]):  # same test: finite, >= 0
+            if not is_nonnegative_number(row[e]):  # same test: finite, >= 0
                 raise bad(f"counter {e} of nest {nid!r} must be a count >= 0")
         out[nid] = {e: float(row[e]) for e in TABLE1_EVENTS}
     return out
-
-
-def write_text_atomic(path: Path, text: str, what: str) -> None:
-    """Temp file beside ``path``, fsync, rename: a failure leaves no partial file."""
-    directory = path.parent if str(path.parent) else Path(".")
-    tmp_name = None
-    try:
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=directory, prefix=f".{path.name}.", suffix=".tmp",
-            delete=False,
-        ) as fh:  # fmt: skip
-            tmp_name = fh.name
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, path)
-        tmp_name = None
-    except OSError as exc:
-        raise PlacementError(f"{path}: cannot write {what} ({exc.strerror or exc})") from None
-    finally:
-        if tmp_name is not None:
-            try:
-                os.unlink(tmp_name)
-            except OSError:
-                pass
-
-
-def _is_time(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    )
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a valid number")
