@@ -82,6 +82,14 @@ def _parser() -> argparse.ArgumentParser:
     sol.add_argument("--gap", type=float, default=1e-4, help="relative MIP gap (default 1e-4)")
     sol.add_argument("--solver-threads", type=int, default=None, help="HiGHS threads")
     sol.add_argument(
+        "--solver",
+        choices=["highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi"],
+        default="highs",
+        help="CIM: HiGHS (default); 'cpsat+highs' gives OR-Tools CP-SAT half the time limit"
+        " and HiGHS its schedule as a start (best on heavily branched graphs such as YOLO);"
+        " others where installed",
+    )
+    sol.add_argument(
         "--formulation",
         choices=["auto", "faithful", "bounded", "tightened"],
         default="auto",
@@ -252,15 +260,18 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         f" ({args.formulation} formulation, time limit {args.time_limit:g} s,"
         f" relative gap {args.gap:g}) ...",
     )
-    placement = solve_cim(
-        instance,
-        time_limit=args.time_limit,
-        rel_gap=args.gap,
-        threads=args.solver_threads,
-        tee=[sys.stderr] if args.solver_log else False,
-        formulation=args.formulation,
-        warm_start=args.warm_start,
-    )
+    if args.solver == "highs":
+        placement = solve_cim(
+            instance,
+            time_limit=args.time_limit,
+            rel_gap=args.gap,
+            threads=args.solver_threads,
+            tee=[sys.stderr] if args.solver_log else False,
+            formulation=args.formulation,
+            warm_start=args.warm_start,
+        )
+    else:
+        placement = _solve_with_other_solver(instance, args)
     for line in summary_lines(placement, graph, hw, args.details):
         print(line)
     if args.json:
@@ -289,6 +300,34 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _solve_with_other_solver(instance, args: argparse.Namespace):
+    """The benchmark's solver modes (SCIP, CBC, Gurobi, CP-SAT, CP-SAT then HiGHS), verified."""
+    from placement.bench import check_solvers, run_one
+    from placement.cim import CimPlacement, auto_formulation
+    from placement.verify import verify_cim
+
+    reason = check_solvers([args.solver])[args.solver]
+    if reason is not None:
+        raise PlacementError(f"solver {args.solver} is not available: {reason}")
+    formulation = auto_formulation(instance) if args.formulation == "auto" else args.formulation
+    run = run_one(
+        instance,
+        formulation,
+        args.solver,
+        time_limit=args.time_limit,
+        rel_gap=args.gap,
+        threads=args.solver_threads,
+        warm_start=args.warm_start,
+    )
+    verification = None
+    if run.schedule is not None:
+        verification = verify_cim(instance, run.schedule, claimed_makespan=run.result.objective)
+        verification.raise_if_failed()
+    return CimPlacement(
+        instance, run.result, run.schedule, verification, instance.cpu_only_latency
+    )
 
 
 def _hardware(args: argparse.Namespace, profiled_machine: str | None):

@@ -30,7 +30,7 @@ def summary_lines(
     }.get(res.status, res.status.value)
     gap = "n/a" if res.gap is None else f"{res.gap * 100:.3g}%"
     lines.append(
-        f"solver: {_solver_label(res)} on the {res.options.get('formulation', '?')} model:"
+        f"solver: {_solver_label(res)}{_formulation_note(res)}:"
         f" {status}, gap {gap}, solve {res.solve_seconds:.2f} s"
         f" (build {res.build_seconds:.2f} s{_heuristic_note(res)}); {res.size.variables} variables"
         f" ({res.size.binaries} binary), {res.size.constraints} constraints"
@@ -111,3 +111,8 @@ def _solver_label(res: SolveResult) -> str:
 def _heuristic_note(res: SolveResult) -> str:
     seconds = res.options.get("heuristic_seconds") if res.options else None
     return "" if seconds is None else f", heuristic start {seconds:.2f} s"
+
+
+def _formulation_note(res: SolveResult) -> str:
+    formulation = res.options.get("formulation") if res.options else None
+    return f" on the {formulation} model" if formulation else ""

@@ -194,3 +194,22 @@ def _write(path: Path, data: bytes) -> Path:
 def test_dynamic_shape_message_names_the_tensor_and_the_fix(capsys, tmp_path):
     code, _, err = run(capsys, "solve", dynamic_model(tmp_path), *FAST)
     assert_one_line_error(code, err, "'x'", "make_dynamic_shape_fixed")
+
+
+@pytest.mark.solver
+def test_solve_with_cpsat_then_highs_matches_highs(capsys, tmp_path):
+    pytest.importorskip("ortools", reason="ortools (the [test] extra) not installed")
+    profile = tmp_path / "p.json"
+    assert run(capsys, "profile", INT8, "-o", profile, *FAST)[0] == 0
+    docs = {}
+    for solver in ("highs", "cpsat+highs"):
+        out_file = tmp_path / f"{solver}.json"
+        code, _, err = run(
+            capsys, "solve", INT8, "--profile", profile, "--solver", solver, "--gap", "0",
+            "--json", out_file, "-q",
+        )  # fmt: skip
+        assert code == 0, err
+        docs[solver] = json.loads(out_file.read_text())
+    assert docs["cpsat+highs"]["result"]["solver"] == "cpsat+highs"
+    assert docs["cpsat+highs"]["verification"]["ok"] is True
+    assert docs["cpsat+highs"]["makespan"] == pytest.approx(docs["highs"]["makespan"], rel=1e-6)
