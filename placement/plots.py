@@ -51,6 +51,9 @@ class PlotDataError(PlacementError):
 # --------------------------------------------------------------------------- row helpers
 
 
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+_DASHES = ("-", "--", "-.", ":")
+
 def num(row: Row, key: str) -> float | None:
     """``row[key]`` as a float; None when absent, empty or not a finite number."""
     value = row.get(key)
@@ -140,10 +143,16 @@ def speedup_vs_crossbars(rows: Sequence[Row], model: str | None = None) -> Figur
             if x is None or t is None or s is None:
                 continue
             series.setdefault((t, _others_label(r, others)), []).append((x, s))
-        for (t, extra), pts in sorted(series.items()):
+        for k, ((t, extra), pts) in enumerate(sorted(series.items())):
             pts.sort()
             label = f"MVM {_fmt_value('t_mvm_ns', t)}" + (f" ({extra})" if extra else "")
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+            # Distinct markers and dashes: lines with equal values (saturated speed-ups)
+            # stay visible on top of each other.
+            ax.plot(
+                [p[0] for p in pts], [p[1] for p in pts], label=label,
+                marker=_MARKERS[k % len(_MARKERS)], linestyle=_DASHES[k % len(_DASHES)],
+                markersize=7 - (k % 3), markerfacecolor="none" if k % 2 else None,
+            )  # fmt: skip
         xs = sorted({x for r in mine if (x := num(r, "crossbars")) is not None})
         if xs:
             ax.set_xscale("log")
