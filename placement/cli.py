@@ -83,11 +83,12 @@ def _parser() -> argparse.ArgumentParser:
     sol.add_argument("--solver-threads", type=int, default=None, help="HiGHS threads")
     sol.add_argument(
         "--solver",
-        choices=["highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi"],
-        default="highs",
-        help="CIM: HiGHS (default); 'cpsat+highs' gives OR-Tools CP-SAT half the time limit"
-        " and HiGHS its schedule as a start (best on heavily branched graphs such as YOLO);"
-        " others where installed",
+        choices=["auto", "highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi"],
+        default="auto",
+        help="CIM: 'cpsat+highs' gives OR-Tools CP-SAT half the time limit and HiGHS its"
+        " schedule as a start (best on heavily branched graphs such as YOLO); 'auto'"
+        " (default): cpsat+highs where the formulation choice is 'tightened' and OR-Tools"
+        " is installed, HiGHS otherwise; SCIP, CBC, Gurobi where installed",
     )
     sol.add_argument(
         "--formulation",
@@ -254,13 +255,14 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     )
     hw = _hardware(args, meta.get("machine"))
     instance = cim_instance(graph, profile.latencies, hw.cim)
+    solver = _auto_solver(instance, args)
     _info(
         args,
-        f"parallel operator pairs: {len(instance.parallel_pairs)}; solving with HiGHS"
+        f"parallel operator pairs: {len(instance.parallel_pairs)}; solving with {solver}"
         f" ({args.formulation} formulation, time limit {args.time_limit:g} s,"
         f" relative gap {args.gap:g}) ...",
     )
-    if args.solver == "highs":
+    if solver == "highs":
         placement = solve_cim(
             instance,
             time_limit=args.time_limit,
@@ -271,7 +273,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             warm_start=args.warm_start,
         )
     else:
-        placement = _solve_with_other_solver(instance, args)
+        placement = _solve_with_other_solver(instance, args, solver)
     for line in summary_lines(placement, graph, hw, args.details):
         print(line)
     if args.json:
@@ -302,20 +304,33 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _solve_with_other_solver(instance, args: argparse.Namespace):
+def _auto_solver(instance, args: argparse.Namespace) -> str:
+    """'auto': CP-SAT then HiGHS on branched graphs (measured best on YOLOv5n), else HiGHS."""
+    if args.solver != "auto":
+        return args.solver
+    from placement.cim import auto_formulation
+    from placement.solvers.cpsat import cpsat_unavailable
+
+    formulation = auto_formulation(instance) if args.formulation == "auto" else args.formulation
+    if formulation == "tightened" and args.warm_start is not False and not cpsat_unavailable():
+        return "cpsat+highs"
+    return "highs"
+
+
+def _solve_with_other_solver(instance, args: argparse.Namespace, solver: str):
     """The benchmark's solver modes (SCIP, CBC, Gurobi, CP-SAT, CP-SAT then HiGHS), verified."""
     from placement.bench import check_solvers, run_one
     from placement.cim import CimPlacement, auto_formulation
     from placement.verify import verify_cim
 
-    reason = check_solvers([args.solver])[args.solver]
+    reason = check_solvers([solver])[solver]
     if reason is not None:
-        raise PlacementError(f"solver {args.solver} is not available: {reason}")
+        raise PlacementError(f"solver {solver} is not available: {reason}")
     formulation = auto_formulation(instance) if args.formulation == "auto" else args.formulation
     run = run_one(
         instance,
         formulation,
-        args.solver,
+        solver,
         time_limit=args.time_limit,
         rel_gap=args.gap,
         threads=args.solver_threads,

@@ -213,3 +213,23 @@ def test_solve_with_cpsat_then_highs_matches_highs(capsys, tmp_path):
     assert docs["cpsat+highs"]["result"]["solver"] == "cpsat+highs"
     assert docs["cpsat+highs"]["verification"]["ok"] is True
     assert docs["cpsat+highs"]["makespan"] == pytest.approx(docs["highs"]["makespan"], rel=1e-6)
+
+
+def test_auto_solver_uses_cpsat_then_highs_only_on_branched_graphs():
+    import argparse
+    import random
+
+    from oracles import random_instance
+
+    from placement.cli import _auto_solver
+
+    pytest.importorskip("ortools", reason="ortools (the [test] extra) not installed")
+    args = argparse.Namespace(solver="auto", formulation="auto", warm_start=None)
+    branched = random_instance(random.Random(5), 40, edge_prob=0.08)  # 546 parallel pairs
+    chain = random_instance(random.Random(5), 40, edge_prob=1.0)  # a total order: no pairs
+    assert _auto_solver(branched, args) == "cpsat+highs"
+    assert _auto_solver(chain, args) == "highs"
+    assert (
+        _auto_solver(branched, argparse.Namespace(**{**vars(args), "warm_start": False})) == "highs"
+    )
+    assert _auto_solver(branched, argparse.Namespace(**{**vars(args), "solver": "scip"})) == "scip"
