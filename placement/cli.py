@@ -63,14 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument(
         "--target", choices=["cim", "pim"], default="cim", help="accelerator kind (default: cim)"
     )
-    hw = solve.add_argument_group("hardware (default: the preset matching the profiled host)")
-    hw.add_argument("--hardware", metavar="PRESET|FILE", help="preset name or TOML file")
-    hw.add_argument("--crossbars", type=int, help="crossbar budget C")
-    hw.add_argument("--t-mvm-ns", type=float, help="latency of one MVM, ns")
-    hw.add_argument("--bus-gbps", type=float, help="CPU-CIM shared bus bandwidth, GB/s")
-    hw.add_argument("--internal-gbps", type=float, help="CIM internal bandwidth, GB/s")
-    hw.add_argument("--elem-bytes", type=int, help="bytes per element moved (int8: 1)")
-    hw.add_argument("--crossbar-size", type=int, metavar="N", help="square crossbars of NxN cells")
+    cim_hardware_options(solve)
     add_pim_solve_arguments(solve.add_argument_group("PIM target (--target pim)"))
     prof = solve.add_argument_group("host latencies")
     prof.add_argument(
@@ -159,6 +152,18 @@ def _parser() -> argparse.ArgumentParser:
     for command_module in (cli_sweep, cli_bench, cli_report):
         command_module.register(sub)
     return parser
+
+
+def cim_hardware_options(parser: argparse.ArgumentParser) -> None:
+    """The CIM hardware flags, shared by every command that builds a CIM instance."""
+    hw = parser.add_argument_group("hardware (default: the preset matching the profiled host)")
+    hw.add_argument("--hardware", metavar="PRESET|FILE", help="preset name or TOML file")
+    hw.add_argument("--crossbars", type=int, help="crossbar budget C")
+    hw.add_argument("--t-mvm-ns", type=float, help="latency of one MVM, ns")
+    hw.add_argument("--bus-gbps", type=float, help="CPU-CIM shared bus bandwidth, GB/s")
+    hw.add_argument("--internal-gbps", type=float, help="CIM internal bandwidth, GB/s")
+    hw.add_argument("--elem-bytes", type=int, help="bytes per element moved (int8: 1)")
+    hw.add_argument("--crossbar-size", type=int, metavar="N", help="square crossbars of NxN cells")
 
 
 def _profiling_options(group: argparse._ActionsContainer) -> None:

@@ -69,17 +69,11 @@ def register(sub: Any) -> None:
     export.add_argument("--formulation", choices=list(FORMULATION_NAMES), default="tightened",
                         help="faithful: Eqs. 5-14; tightened (default): with valid inequalities"
                         " and the heuristic's makespan as the row T <= UB")
-    hw = export.add_argument_group("hardware (default: the preset matching the profiled host)")
-    hw.add_argument("--hardware", metavar="PRESET|FILE", help="preset name or TOML file")
-    hw.add_argument("--crossbars", type=int, help="crossbar budget C")
-    hw.add_argument("--t-mvm-ns", type=float, help="latency of one MVM, ns")
-    hw.add_argument("--bus-gbps", type=float, help="CPU-CIM shared bus bandwidth, GB/s")
-    hw.add_argument("--internal-gbps", type=float, help="CIM internal bandwidth, GB/s")
-    hw.add_argument("--elem-bytes", type=int, help="bytes per element moved (int8: 1)")
-    hw.add_argument("--crossbar-size", type=int, metavar="N", help="square crossbars of NxN cells")
+    from placement.cli import _profiling_options, cim_hardware_options
+
+    cim_hardware_options(export)
     prof = export.add_argument_group("host latencies")
     prof.add_argument("--profile", metavar="FILE", help="a saved profile instead of measuring")
-    from placement.cli import _profiling_options
 
     _profiling_options(prof)
     export.add_argument("-q", "--quiet", action="store_true", help="no progress output")

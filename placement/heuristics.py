@@ -163,37 +163,26 @@ class _Evaluator:
                 best = forced[len(order)]
                 if best not in pending:  # pragma: no cover - a valid sequence never stalls
                     raise ValueError("host sequence contradicts precedence")
-                pending.remove(best)
-                start = max(host_free, ready_at[best])
-                f = finish[best] = host_free = start + dur[best]
-                order.append(best)
-                for w, tr in succs[best]:
-                    t = f if host[w] else f + tr
-                    if t > ready_at[w]:
-                        ready_at[w] = t
-                    left[w] -= 1
-                    if left[w] == 0:
-                        stack.append(w)
-                continue
-            earliest = max(host_free, min(ready_at[i] for i in pending))
-            horizon = earliest
-            if delay:  # anything that could start before the earliest completion competes
-                horizon = min(max(host_free, ready_at[i]) + dur[i] for i in pending)
-            best = -1
-            for i in pending:
-                r = ready_at[i]
-                if r > earliest and r >= horizon:
-                    continue
-                if best < 0 or prio[i] > prio[best] or (
-                    prio[i] == prio[best] and (r, i) < (ready_at[best], best)
-                ):
-                    best = i
+            else:
+                earliest = max(host_free, min(ready_at[i] for i in pending))
+                horizon = earliest
+                if delay:  # anything that could start before the earliest completion competes
+                    horizon = min(max(host_free, ready_at[i]) + dur[i] for i in pending)
+                best = -1
+                for i in pending:
+                    r = ready_at[i]
+                    if r > earliest and r >= horizon:
+                        continue
+                    if best < 0 or prio[i] > prio[best] or (
+                        prio[i] == prio[best] and (r, i) < (ready_at[best], best)
+                    ):
+                        best = i
+            # Run the chosen operator next on the host and release its successors.
             pending.remove(best)
-            i = best
-            start = max(host_free, ready_at[i])
-            f = finish[i] = host_free = start + dur[i]
-            order.append(i)
-            for w, tr in succs[i]:
+            start = max(host_free, ready_at[best])
+            f = finish[best] = host_free = start + dur[best]
+            order.append(best)
+            for w, tr in succs[best]:
                 t = f if host[w] else f + tr
                 if t > ready_at[w]:
                     ready_at[w] = t
