@@ -22,12 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-from placement.cim import solve_cim
-from placement.cim_instance import cim_instance
+from placement.cim.from_graph import cim_instance
+from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.solve import solve_cim
 from placement.graph import load_graph
-from placement.hardware import default_preset_for, load_hardware
-from placement.instance import CimEdge, CimInstance, CimOperator
-from placement.profiling.onnxruntime import plain_inference_seconds, profile_model
+from placement.hardware.cim import default_preset_for, load_hardware
+from placement.profiling.ort.measure import plain_inference_seconds, profile_model
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODELS = [

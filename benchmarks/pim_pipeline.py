@@ -1,13 +1,13 @@
 """PIM pipeline benchmark: lowering, profiling and placement of the Torch-PIM benchmark set.
 
-For every workload of :data:`placement.workloads.WORKLOADS` and size ``N`` it builds the
+For every workload of :data:`placement.networks.workloads.WORKLOADS` and size ``N`` it builds the
 ONNX model, then -- in a fresh subprocess, so the peak RSS is that model's alone --
 lowers it with torch-mlir (``lower_onnx``), times every loop nest in the MLIR JIT
 (``profile_nests``, outputs checked against ONNX Runtime), and places the nests at each
 PIM core count (default 32/64/128):
 
 * ``rule``: the paper's threshold rule per loop nest; ``op-rule``: the same rule per ONNX
-  operator (``placement.rules_operator``, Table 5's baseline). This VM exposes no Table 1
+  operator (``placement.pim.rules_operator``, Table 5's baseline). This VM exposes no Table 1
   counters, so both run with ``allow_estimates`` -- C3 uses fetch_bytes / T_cpu and C4 is
   never evaluated. Columns derived that way are marked ``*``.
 * ``model``: the Eq.-9-optimal placement (HiGHS), per loop nest and per operator, under
@@ -64,7 +64,7 @@ def peak_rss_mb() -> float:
 
 def build_one(name: str, n: int, workdir: Path) -> dict[str, Any]:
     """Build workload ``name`` at size ``n`` and save it (its own process: its own peak)."""
-    from placement.workloads import WORKLOADS, parameter_count
+    from placement.networks.workloads import WORKLOADS, parameter_count
 
     wl = WORKLOADS[name]
     t0 = time.perf_counter()
@@ -80,13 +80,13 @@ def run_one(name: str, n: int, runs: int, warmup: int, cores: list[int], workdir
             counters: bool) -> dict[str, Any]:  # fmt: skip
     """Lower, profile and place the saved workload ``name`` at size ``n`` (in this process)."""
     from placement.devices.pim import speedup
+    from placement.hardware.pim import load_pim_hardware
     from placement.models.pim import PimInstance, solve_pim
-    from placement.pim import profile_nests, solve_pim_for_cores
-    from placement.pim_hardware import load_pim_hardware
-    from placement.pim_verify import evaluate_placement
-    from placement.profiling.mlir import lower_onnx
-    from placement.rules_operator import operator_rule_placement
-    from placement.workloads import WORKLOADS
+    from placement.networks.workloads import WORKLOADS
+    from placement.pim.pipeline import profile_nests, solve_pim_for_cores
+    from placement.pim.rules_operator import operator_rule_placement
+    from placement.pim.verify import evaluate_placement
+    from placement.profiling.mlir.lower import lower_onnx
 
     wl = WORKLOADS[name]
     out: dict[str, Any] = {"workload": name, "category": wl.category, "N": n,
@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child"]:
         return child_main(argv[1:])
-    from placement.workloads import WORKLOADS
+    from placement.networks.workloads import WORKLOADS
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workloads", help="comma-separated names (default: all but the targets)")

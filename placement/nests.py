@@ -1,6 +1,6 @@
 """Loop nests: the unit of PIM placement (Torch-PIM, Section 4.2), as plain data.
 
-The MLIR lowering (``placement.profiling.mlir``) produces these; the threshold
+The MLIR lowering (``placement.profiling.mlir.lower``) produces these; the threshold
 rule, the PIM device model and the PIM placement model consume them. Each
 outermost ``scf.parallel`` of the bufferized program is one nest. Operands are
 identified by the allocation they resolve to, so a buffer read and then

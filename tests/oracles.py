@@ -13,7 +13,7 @@ import random
 
 import networkx as nx
 
-from placement.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.instance import CimEdge, CimInstance, CimOperator
 
 
 def brute_force_makespan(instance: CimInstance) -> tuple[float, dict[str, bool], list[str]]:

@@ -15,9 +15,9 @@ import itertools
 import math
 import random
 
+from placement.hardware.pim import PimSpec
 from placement.models.pim import PimInstance
 from placement.nests import LoopNest, NestOperand
-from placement.pim_hardware import PimSpec
 
 
 def hybrid_cost(instance: PimInstance, y: list[bool], copy: str) -> float:

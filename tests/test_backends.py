@@ -8,16 +8,16 @@ import random
 import pytest
 from oracles import random_instance
 
-from placement.bench import solve_cim_backend
-from placement.cim import solve_cim
+from placement.bench.run import solve_cim_backend
+from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.solve import solve_cim
+from placement.cim.verify import verify_cim
 from placement.errors import PlacementError
-from placement.instance import CimEdge, CimInstance, CimOperator
-from placement.models.cim import build_cim_model
-from placement.solvers import backends
-from placement.solvers.backends import LICENCE_LIMIT, available_solvers, solve_with
+from placement.models.cim.build import build_cim_model
+from placement.solvers import registry as backends
+from placement.solvers.base import SolveStatus
 from placement.solvers.cpsat import cpsat_unavailable, rounded_instance, solve_cpsat, time_unit
-from placement.solvers.result import SolveStatus
-from placement.verify import verify_cim
+from placement.solvers.registry import LICENCE_LIMIT, available_solvers, solve_with
 
 AVAILABLE = available_solvers()
 N_RANDOM = 20

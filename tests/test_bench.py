@@ -12,12 +12,12 @@ import pyomo.environ as pyo
 import pytest
 from oracles import random_instance
 
-from placement.bench import COLUMNS, format_summary, parse_grid, summarize
-from placement.cim import solve_cim
+from placement.bench.export import write_model
+from placement.bench.run import COLUMNS, format_summary, parse_grid, summarize
+from placement.cim.solve import solve_cim
 from placement.cli import main
 from placement.errors import PlacementError
-from placement.export import write_model
-from placement.models.cim import FORMULATIONS, build_cim_model
+from placement.models.cim.build import FORMULATIONS, build_cim_model
 
 ROOT = Path(__file__).resolve().parent.parent
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
@@ -104,7 +104,7 @@ def test_bench_unknown_solver_is_one_clear_line(capsys, tmp_path):
 
 
 def test_bench_unavailable_solver_is_one_clear_line(capsys, tmp_path, monkeypatch):
-    from placement.solvers import backends
+    from placement.solvers import registry as backends
 
     monkeypatch.setattr(backends, "_unavailable_reason",
                         lambda n: None if n == "highs" else f"{n} is not available: pip install")
@@ -151,7 +151,7 @@ def test_export_cli_rejects_bad_suffix(capsys, tmp_path):
 @pytest.mark.slow
 @pytest.mark.solver
 def test_bench_cpsat_modes_and_other_solvers(capsys, tmp_path):
-    from placement.bench import check_solvers
+    from placement.bench.run import check_solvers
 
     wanted = [s for s, why in check_solvers(["scip", "cbc", "cpsat", "cpsat+highs"]).items()
               if why is None]

@@ -5,10 +5,10 @@ import pytest
 from onnx import helper
 from onnx_builders import const, conv_model, model, result, save, tensor
 
-from placement.cim_instance import cim_instance
+from placement.cim.from_graph import cim_instance
 from placement.errors import PlacementError
 from placement.graph import load_graph
-from placement.hardware import load_hardware, with_overrides
+from placement.hardware.cim import load_hardware, with_overrides
 
 ARM = load_hardware("arm-a72")
 

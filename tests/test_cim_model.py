@@ -13,22 +13,22 @@ import pytest
 from oracles import brute_force_makespan, random_instance
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
-import placement.cim as cim_mod
+import placement.cim.solve as cim_mod
 import placement.solvers.highs as highs_mod
-from placement.cim import solve_cim
+from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.schedule import asap_schedule
+from placement.cim.solve import solve_cim
+from placement.cim.verify import verify_cim
 from placement.errors import PlacementError
-from placement.instance import CimEdge, CimInstance, CimOperator
-from placement.models.cim import (
+from placement.models.cim.build import (
     FAITHFUL_FAMILIES,
     big_m_seconds,
     build_cim_model,
     cim_model_size,
     set_family_active,
 )
-from placement.schedule import asap_schedule
+from placement.solvers.base import ModelSize, SolveResult, SolveStatus
 from placement.solvers.highs import solve_model
-from placement.solvers.result import ModelSize, SolveResult, SolveStatus
-from placement.verify import verify_cim
 
 MS = 1e-3
 

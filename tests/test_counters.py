@@ -10,6 +10,7 @@ from onnx import helper
 from onnx_builders import model, save, tensor
 
 from placement.errors import PlacementError
+from placement.pim.rules import TABLE1_EVENTS
 from placement.profiling.counters import (
     ICELAKE_TABLE1,
     PERF_COUNT_SW_PAGE_FAULTS,
@@ -23,7 +24,6 @@ from placement.profiling.counters import (
     table1_events,
 )
 from placement.profiling.nest_profile import NestProfile
-from placement.rules import TABLE1_EVENTS
 
 IDS = ["n000", "n001", "n002"]
 HEADER = "nest_id," + ",".join(TABLE1_EVENTS)
@@ -78,7 +78,7 @@ def test_perf_group_reads_a_group_of_software_events():
 def test_count_nests_accumulates_per_nest_with_software_events(tmp_path):
     pytest.importorskip("torch_mlir")
     from placement.profiling.counters import count_nests
-    from placement.profiling.mlir import lower_onnx
+    from placement.profiling.mlir.lower import lower_onnx
 
     software_group_or_skip([TASK_CLOCK]).close()
     node = helper.make_node("Add", ["A", "B"], ["C"], name="add0")

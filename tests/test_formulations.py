@@ -15,12 +15,13 @@ import pyomo.environ as pyo
 import pytest
 from oracles import brute_force_makespan, random_instance
 
-import placement.cim as cim_mod
-from placement.cim import solve_cim
+import placement.cim.solve as cim_mod
+from placement.cim.heuristic import heuristic_schedule
+from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.solve import solve_cim
+from placement.cim.verify import verify_cim
 from placement.errors import PlacementError
-from placement.heuristics import heuristic_schedule
-from placement.instance import CimEdge, CimInstance, CimOperator
-from placement.models.cim import (
+from placement.models.cim.build import (
     FAITHFUL_FAMILIES,
     FAMILY_BUILDERS,
     FAMILY_COMPONENTS,
@@ -33,9 +34,8 @@ from placement.models.cim import (
     set_family_active,
     start_values,
 )
+from placement.solvers.base import SolveStatus
 from placement.solvers.highs import _start_verdict, solve_model
-from placement.solvers.result import SolveStatus
-from placement.verify import verify_cim
 
 MS = 1e-3
 SEEDS = list(range(36))
@@ -329,7 +329,7 @@ def test_start_values_cover_every_variable():
 
 
 def test_auto_formulation_follows_the_graph_shape():
-    from placement.cim import AUTO_MAX_PAIRS_FOR_BOUNDED, auto_formulation
+    from placement.cim.solve import AUTO_MAX_PAIRS_FOR_BOUNDED, auto_formulation
 
     chain = random_instance(random.Random(1), 40, edge_prob=1.0)  # all i -> j: a total order
     assert len(chain.parallel_pairs) <= AUTO_MAX_PAIRS_FOR_BOUNDED

@@ -3,7 +3,7 @@
 import pytest
 
 from placement.errors import PlacementError
-from placement.hardware import default_preset_for, load_hardware, preset_names, with_overrides
+from placement.hardware.cim import default_preset_for, load_hardware, preset_names, with_overrides
 
 
 def test_paper_presets():

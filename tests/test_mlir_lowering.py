@@ -13,7 +13,7 @@ from placement.errors import PlacementError
 
 pytest.importorskip("torch_mlir")
 
-from placement.profiling.mlir import lower_mlir, lower_onnx  # noqa: E402
+from placement.profiling.mlir.lower import lower_mlir, lower_onnx  # noqa: E402
 from placement.profiling.nest_timing import time_nests  # noqa: E402
 
 MiB = 1 << 20
@@ -41,7 +41,7 @@ def unary_model(op_type: str, n: int = 4096):
 
 
 def gelu_erf_model(n: int = 4096):
-    """Erf GELU as in placement.workloads: 0.5 x (1 + erf(x / sqrt 2))."""
+    """Erf GELU as in placement.networks.workloads: 0.5 x (1 + erf(x / sqrt 2))."""
     nodes = [
         helper.make_node("Mul", ["X", "inv_sqrt2"], ["t0"], name="g_scale"),
         helper.make_node("Erf", ["t0"], ["t1"], name="g_erf"),
@@ -215,7 +215,7 @@ func.func @f(%a: memref<4x8xf32>, %b: memref<4xf32>) {
 
 
 def test_body_ops_of_nested_and_sibling_loops():
-    from placement.profiling import mlir as lowering
+    from placement.profiling.mlir import lower as lowering
 
     with lowering.new_context():
         module = lowering.ir.Module.parse(SCF_SIBLINGS)

@@ -31,8 +31,8 @@ import onnx
 import pytest
 from onnx import TensorProto
 
+from placement.cim.instance import CimEdge, CimInstance, CimOperator
 from placement.graph import OpGraph, load_graph
-from placement.instance import CimEdge, CimInstance, CimOperator
 from placement.networks import (
     BUILDER_VERSION,
     NETWORKS,

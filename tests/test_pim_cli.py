@@ -12,11 +12,11 @@ from onnx import helper
 from onnx_builders import model, save, tensor
 
 from placement.cli import main
-from placement.rules import TABLE1_EVENTS
+from placement.pim.rules import TABLE1_EVENTS
 
 pytest.importorskip("torch_mlir")
 
-from placement.pim import profile_nests  # noqa: E402
+from placement.pim.pipeline import profile_nests  # noqa: E402
 
 FAST = ["--runs", "2", "--warmup", "1"]
 CORE_ROW = re.compile(r"^\s+(\d+)\s+\d")  # rows of the per-core summary table

@@ -11,10 +11,10 @@ import pytest
 from pim_oracles import brute_force, hybrid_cost, nest, operand, random_instance, segment_dp
 
 from placement.errors import PlacementError
+from placement.hardware.pim import PimSpec
 from placement.models.pim import PimInstance, build_pim_model, solve_pim
-from placement.pim_hardware import PimSpec
-from placement.pim_verify import evaluate_placement, verify_pim
-from placement.rules import rule_placement
+from placement.pim.rules import rule_placement
+from placement.pim.verify import evaluate_placement, verify_pim
 from placement.solvers.highs import solve_model
 
 SPEC = PimSpec()

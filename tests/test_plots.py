@@ -16,10 +16,10 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from placement import plots
 from placement.errors import PlacementError
 from placement.nests import LoopNest, NestOperand
-from placement.plots import PlotDataError
+from placement.plots import common as plots
+from placement.plots.common import PlotDataError
 
 ROOT = Path(__file__).resolve().parent.parent
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
@@ -42,11 +42,11 @@ def cim_sweep_points(
     model: Path = INT8, hosts=HOSTS, crossbars=CROSSBARS, t_mvm=T_MVM
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], list[tuple[str, str, float]]]:
     """Rows, schedules by point id, and the last instance's edges of a real CIM sweep."""
-    from placement.cim import solve_cim
-    from placement.cim_instance import cim_instance
+    from placement.cim.from_graph import cim_instance
+    from placement.cim.solve import solve_cim
     from placement.graph import load_graph
-    from placement.hardware import load_hardware, with_overrides
-    from placement.profiling.onnxruntime import profile_model
+    from placement.hardware.cim import load_hardware, with_overrides
+    from placement.profiling.ort.measure import profile_model
 
     graph = load_graph(model)
     latencies = profile_model(graph.path, runs=3, warmup=1).latencies
@@ -117,8 +117,8 @@ def pim_sweep_points(
     sizes=SIZES, cores=CORES, name: str = "softmax"
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Rows and full per-point PIM documents (one core count each) of a PIM sweep."""
-    from placement.pim import pim_document, solve_pim_for_cores
-    from placement.pim_hardware import load_pim_hardware
+    from placement.hardware.pim import load_pim_hardware
+    from placement.pim.pipeline import pim_document, solve_pim_for_cores
 
     hw = load_pim_hardware("pim-icelake")
     rows, docs = [], {}

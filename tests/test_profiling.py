@@ -13,11 +13,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from placement.errors import PlacementError
-from placement.onnx_io import file_sha256
 from placement.onnx_names import node_names
-from placement.profiling import onnxruntime as ort_profiling
-from placement.profiling.onnxruntime import attribute, plain_inference_seconds, profile_model
-from placement.profiling.profile_file import HostProfile
+from placement.onnxfile import file_sha256
+from placement.profiling.host_profile import HostProfile
+from placement.profiling.ort import measure as ort_profiling
+from placement.profiling.ort.measure import attribute, plain_inference_seconds, profile_model
 
 FAST = {"runs": 3, "warmup": 1}
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -12,7 +12,7 @@ import pytest
 from test_plots import INT8, cim_sweep_points, pim_profile, pim_sweep_points, write_sweep
 
 from placement.cli import main
-from placement.onnx_io import file_sha256
+from placement.onnxfile import file_sha256
 
 FAST = ["--runs", "3", "--warmup", "1", "-q"]
 
@@ -197,7 +197,7 @@ def test_solve_pim_plot_writes_the_gantt_of_the_first_core_count(capsys, tmp_pat
 def test_pim_report_of_sweep_engine_schedules_reads_nests_from_profiles(
     capsys, tmp_path, pim_points
 ):
-    """placement.sweep writes PimPlacement.to_json() + rule + model/hardware per point and the
+    """placement.sweep.run writes PimPlacement.to_json() + rule + model/hardware per point and the
     nest profiles under profiles/: the Gantt and Table 4 take the nests from there."""
     rows, docs = pim_points
     root = tmp_path / "sweep"

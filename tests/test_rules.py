@@ -7,9 +7,9 @@ from pim_oracles import nest, operand
 
 from placement.devices.pim import t_pim_min
 from placement.errors import PlacementError
+from placement.hardware.pim import PimSpec
 from placement.models.pim import PimInstance
-from placement.pim_hardware import PimSpec
-from placement.rules import apply_rule, decide, rule_placement
+from placement.pim.rules import apply_rule, decide, rule_placement
 
 SPEC = PimSpec()
 MB = 1 << 20

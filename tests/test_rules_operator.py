@@ -4,10 +4,10 @@ import pytest
 from pim_oracles import nest, operand
 
 from placement.errors import PlacementError
+from placement.hardware.pim import PimSpec
 from placement.models.pim import PimInstance
-from placement.pim_hardware import PimSpec
-from placement.rules import apply_rule
-from placement.rules_operator import (
+from placement.pim.rules import apply_rule
+from placement.pim.rules_operator import (
     aggregate_region,
     apply_operator_rule,
     operator_regions,
@@ -137,8 +137,8 @@ def test_regions_instance_and_errors():
 def test_lowered_operator_decision_covers_all_its_nests(tmp_path):
     import onnx
 
-    from placement.profiling.mlir import lower_onnx
-    from placement.workloads import layernorm
+    from placement.networks.workloads import layernorm
+    from placement.profiling.mlir.lower import lower_onnx
 
     path = tmp_path / "ln.onnx"
     onnx.save(layernorm(1024), str(path))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.schedule import CimSchedule, all_host_schedule, asap_schedule
 from placement.errors import PlacementError
-from placement.instance import CimEdge, CimInstance, CimOperator
-from placement.schedule import CimSchedule, all_host_schedule, asap_schedule
 
 
 def diamond() -> CimInstance:

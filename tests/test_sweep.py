@@ -16,9 +16,9 @@ from onnx_builders import model, save, tensor
 from placement.cli import main
 from placement.errors import PlacementError
 from placement.graph import load_graph
-from placement.hardware import load_hardware
-from placement.profiling.profile_file import HostProfile
-from placement.sweep import (
+from placement.hardware.cim import load_hardware
+from placement.profiling.host_profile import HostProfile
+from placement.sweep.run import (
     RESULT_COLUMNS,
     Grid,
     ModelInput,
@@ -322,7 +322,7 @@ def test_monotone_in_crossbars_and_mvm_latency(profile, tmp_path):
 
 def test_pim_sweep_on_an_elementwise_add(capsys, tmp_path):
     pytest.importorskip("torch_mlir")
-    from placement.pim import profile_nests
+    from placement.pim.pipeline import profile_nests
 
     add = helper.make_node("Add", ["A", "B"], ["C"], name="add0")
     onnx_path = save(

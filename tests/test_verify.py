@@ -6,10 +6,10 @@ import copy
 
 import pytest
 
+from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.schedule import CimSchedule, asap_schedule
+from placement.cim.verify import verify_cim
 from placement.errors import PlacementError
-from placement.instance import CimEdge, CimInstance, CimOperator
-from placement.schedule import CimSchedule, asap_schedule
-from placement.verify import verify_cim
 
 
 def instance(budget: int = 4) -> CimInstance:

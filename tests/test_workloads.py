@@ -8,7 +8,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from placement import workloads as W
+from placement.networks import workloads as W
 
 
 def run(model: onnx.ModelProto, seed: int = 0) -> tuple[dict, list[np.ndarray]]:
@@ -126,8 +126,8 @@ def test_llama7b_layer_parameters_and_runs():
 
 
 def test_small_models_lower_and_match_onnxruntime(tmp_path):
-    from placement.pim import profile_nests
-    from placement.profiling.mlir import lower_onnx
+    from placement.pim.pipeline import profile_nests
+    from placement.profiling.mlir.lower import lower_onnx
 
     cases = {
         "softmax": (W.softmax(64), 8),

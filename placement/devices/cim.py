@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from placement.hardware import CimSpec
+from placement.hardware.cim import CimSpec
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from placement.errors import PlacementError
+from placement.hardware.pim import PimSpec
 from placement.nests import LoopNest
-from placement.pim_hardware import PimSpec
 
 
 @dataclass(frozen=True)

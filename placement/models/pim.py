@@ -1,6 +1,6 @@
 """Optimal host/PIM placement of loop nests (Torch-PIM's Eq. 9 as the objective) in Pyomo.
 
-The paper decides per nest with a threshold rule (``placement.rules``) and only
+The paper decides per nest with a threshold rule (``placement.pim.rules``) and only
 *measures* the result with Eq. 9. Here Eq. 9 is minimized exactly over all
 placements, with its switch and copy costs, so the rule can be compared with
 the optimum on the same cost model.
@@ -80,11 +80,11 @@ import pyomo.environ as pyo
 
 from placement.devices.pim import HybridTime, check_cores, speedup, t_pim
 from placement.errors import PlacementError
+from placement.hardware.pim import PimSpec
 from placement.nests import LoopNest
-from placement.pim_hardware import PimSpec
-from placement.pim_verify import PimVerification, check_mode, verify_pim
+from placement.pim.verify import PimVerification, check_mode, verify_pim
+from placement.solvers.base import SolveResult, SolveStatus
 from placement.solvers.highs import solve_model
-from placement.solvers.result import SolveResult, SolveStatus
 
 _DECADE = 4  # the objective's upper bound lands in [1e4, 1e5) model units
 

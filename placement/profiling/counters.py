@@ -55,8 +55,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from placement.errors import PlacementError
-from placement.jsonfile import parse_json, read_text_file
-from placement.rules import (
+from placement.io import parse_json, read_text_file
+from placement.pim.rules import (
     EV_1_PORTS_UTIL,
     EV_2_PORTS_UTIL,
     EV_BOUND_ON_STORES,
@@ -66,7 +66,7 @@ from placement.rules import (
 )
 
 if TYPE_CHECKING:
-    from placement.profiling.mlir import LoweredProgram
+    from placement.profiling.mlir.lower import LoweredProgram
 
 PERF_TYPE_HARDWARE = 0
 PERF_TYPE_SOFTWARE = 1

@@ -4,7 +4,7 @@ A nest profile holds the loop nests a lowering materialized (as
 :class:`~placement.nests.LoopNest` JSON), the host time ``T_cpu`` of each (seconds,
 all invocations, from :func:`~placement.profiling.nest_timing.time_nests`) and the
 Table 1 counters of each nest, or none with the reason. Like
-:class:`~placement.profiling.profile_file.HostProfile` it is tied to the exact model
+:class:`~placement.profiling.host_profile.HostProfile` it is tied to the exact model
 file by SHA-256 and written atomically.
 
 File format (JSON object, written with indentation)::
@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
-from placement.jsonfile import read_json_file, write_json_atomic
+from placement.io import read_json_file, write_json_atomic
 from placement.nests import LoopNest
+from placement.pim.rules import TABLE1_EVENTS
 from placement.profiling.counters import event_key
 from placement.profiling.profile_format import (
     check_header,
@@ -41,7 +42,6 @@ from placement.profiling.profile_format import (
     check_model_match,
     is_nonnegative_number,
 )
-from placement.rules import TABLE1_EVENTS
 
 FORMAT_NAME = "placement-nest-profile"
 FORMAT_VERSION = 1

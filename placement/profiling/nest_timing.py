@@ -1,6 +1,6 @@
 """Per-nest host times of a lowered program, measured in the MLIR JIT (Torch-PIM, Section 4.3).
 
-Every outermost ``scf.parallel`` of :class:`~placement.profiling.mlir.LoweredProgram`
+Every outermost ``scf.parallel`` of :class:`~placement.profiling.mlir.lower.LoweredProgram`
 is wrapped in ``placement_nest_enter(i)`` / ``placement_nest_exit(i)`` calls, the module
 is lowered to LLVM (pipeline 4 of shared/notes/mlir-lowering.md) and JIT-compiled with
 ``ExecutionEngine(opt_level=2)``. The markers resolve to ctypes callbacks that read
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from placement.errors import PlacementError
-from placement.profiling.mlir import LoweredProgram, insert_nest_markers, new_context
+from placement.profiling.mlir.lower import LoweredProgram, insert_nest_markers, new_context
 
 TO_LLVM = (
     "builtin.module(buffer-deallocation-pipeline, convert-bufferization-to-memref,"

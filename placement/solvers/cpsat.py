@@ -1,6 +1,6 @@
 """An exact non-MIP reference for the CIM makespan problem: an OR-Tools CP-SAT interval model.
 
-Same problem as the ILP of ``placement.models.cim`` (paper Eqs. 5-14), stated with
+Same problem as the ILP of ``placement.models.cim.build`` (paper Eqs. 5-14), stated with
 scheduling constraints instead of big-M rows:
 
 * per operator v a Boolean x_v (1 = host; fixed to 1 outside V_acc), integer start s_v
@@ -23,7 +23,7 @@ relaxation of the true one (a placement's makespan never grows when latencies sh
 so CP-SAT's bound times ``u`` is a valid lower bound in seconds. CP-SAT's solution is
 never reported with its rounded times: its assignment and its host order (by start
 time) are re-timed by the earliest-start schedule on the ORIGINAL instance
-(``placement.schedule.asap_schedule``), which is feasible by construction, then checked
+(``placement.cim.schedule.asap_schedule``), which is feasible by construction, then checked
 by ``verify_cim``. The reported gap is between that makespan and the rounded bound, so
 rounding can only make the gap look larger (by at most about n_operators * u).
 
@@ -47,12 +47,12 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+from placement.cim.heuristic import heuristic_schedule
+from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.schedule import CimSchedule, asap_schedule
+from placement.cim.verify import verify_cim
 from placement.errors import PlacementError
-from placement.heuristics import heuristic_schedule
-from placement.instance import CimEdge, CimInstance, CimOperator
-from placement.schedule import CimSchedule, asap_schedule
-from placement.solvers.result import ModelSize, SolveResult, SolveStatus
-from placement.verify import verify_cim
+from placement.solvers.base import ModelSize, SolveResult, SolveStatus
 
 SOLVER_NAME = "cpsat"
 _INSTALL = "OR-Tools is not installed: pip install ortools"
@@ -121,7 +121,7 @@ def solve_cpsat(
         raise PlacementError(f"time limit must be a positive number of seconds, got {time_limit!r}")
     if not (rel_gap >= 0 and math.isfinite(rel_gap)):
         raise PlacementError(f"relative gap must be a non-negative number, got {rel_gap!r}")
-    from placement.models.cim import _structure
+    from placement.models.cim.build import _structure
 
     heuristic_seconds = 0.0
     if heuristic is None:

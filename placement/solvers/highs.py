@@ -6,7 +6,7 @@ has a primal feasible one; statuses map to :class:`SolveStatus` without ever
 upgrading a non-proven result to OPTIMAL. HiGHS's own absolute MIP gap
 (``mip_abs_gap``, 1e-6 in objective units) stays at its default: models should
 be scaled so that this is negligible (the CIM model is; see
-``placement.models.cim``).
+``placement.models.cim.build``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pyomo.core.base.objective import Objective
 from pyomo.util.vars_from_expressions import get_vars_from_components
 
 from placement.errors import PlacementError
-from placement.solvers.result import ModelSize, SolveResult, SolveStatus
+from placement.solvers.base import ModelSize, SolveResult, SolveStatus
 
 SOLVER_NAME = "highs"
 _UNAVAILABLE = "HiGHS is not available: pip install highspy==1.15.1"

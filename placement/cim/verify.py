@@ -1,0 +1,198 @@
+"""Independent checks of a CIM placement, from the raw instance data alone.
+
+Nothing here uses Pyomo or the model code: a schedule (assignment, start and
+finish times, makespan) is checked against the instance's latencies, edges,
+transfers and crossbar budget, and its makespan is recomputed by an
+earliest-start schedule of the same assignment and host sequence. A solver
+bug (HiGHS has had presolve bugs on big-M models) shows up as a violation.
+
+Tolerance: ``a >= b`` passes when ``a >= b - (tol * scale + 1e-12)``, where
+``scale`` is the schedule's latest finish (seconds): a relative tolerance plus a
+picosecond for all-zero instances.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from placement.cim.instance import CimInstance
+from placement.cim.schedule import CimSchedule, asap_schedule
+from placement.errors import PlacementError
+
+_ABS_SLACK = 1e-12  # seconds
+
+
+@dataclass
+class Verification:
+    ok: bool
+    violations: list[str] = field(default_factory=list)
+    recomputed_makespan: float = math.nan  # NaN when the assignment is unusable
+
+    def raise_if_failed(self) -> None:
+        if self.ok:
+            return
+        more = f" (+{len(self.violations) - 1} more)" if len(self.violations) > 1 else ""
+        raise PlacementError(f"verification failed: {self.violations[0]}{more}")
+
+    def to_json(self) -> dict[str, Any]:
+        rec = self.recomputed_makespan
+        return {
+            "ok": self.ok,
+            "violations": list(self.violations),
+            "recomputed_makespan": None if math.isnan(rec) else rec,
+        }
+
+
+def verify_cim(
+    instance: CimInstance,
+    schedule: CimSchedule,
+    *,
+    claimed_makespan: float | None = None,
+    tol: float = 1e-6,
+) -> Verification:
+    """Check ``schedule`` against ``instance``; every problem becomes one readable violation."""
+    bad: list[str] = []
+    ops = instance.by_name
+    names = [op.name for op in instance.operators]
+
+    # Every operator present, with a device, a start and a finish; nothing unknown.
+    complete = True
+    for what, table in (("device", schedule.on_host), ("start", schedule.start),
+                        ("finish", schedule.finish)):
+        for v in names:
+            if v not in table:
+                bad.append(f"operator {v!r} has no {what} in the schedule")
+                complete = False
+        for v in table:
+            if v not in ops:
+                bad.append(f"the schedule names unknown operator {v!r} ({what})")
+    if not complete:
+        return Verification(ok=False, violations=bad)
+    on_host, start, finish = schedule.on_host, schedule.start, schedule.finish
+
+    finite = True
+    for v in names:
+        for what, t in (("start", start[v]), ("finish", finish[v])):
+            if not (isinstance(t, (int, float)) and math.isfinite(t)):
+                bad.append(f"operator {v!r}: {what} time {t!r} is not a finite number")
+                finite = False
+    for what, t in (("makespan", schedule.makespan), ("claimed makespan", claimed_makespan)):
+        if t is not None and not (isinstance(t, (int, float)) and math.isfinite(t)):
+            bad.append(f"{what} {t!r} is not a finite number")
+            finite = False
+    if not finite:
+        return Verification(ok=False, violations=bad)
+
+    # Scale from the finish times only: a wildly wrong makespan or claim must not loosen checks.
+    scale = max(abs(finish[v]) for v in names)
+    slack = tol * scale + _ABS_SLACK
+
+    # Eq. 5: unsupported operators on the host.
+    for v in names:
+        if not on_host[v] and not ops[v].supported:
+            bad.append(f"operator {v!r} is placed on CIM but the accelerator does not support it")
+
+    # Eq. 14: crossbar budget.
+    used = sum(ops[v].crossbars for v in names if not on_host[v] and ops[v].supported)
+    if used > instance.crossbar_budget:
+        offloaded = [v for v in names if not on_host[v]]
+        bad.append(
+            f"crossbar budget exceeded: {used} crossbars used > {instance.crossbar_budget}"
+            f" available (CIM operators: {', '.join(offloaded)})"
+        )
+
+    # s_v >= 0 and Eq. 7: durations.
+    for v in names:
+        if start[v] < -slack:
+            bad.append(f"operator {v!r} starts at {start[v]:.9g} s, before time 0")
+        op = ops[v]
+        dur = op.t_host if on_host[v] else op.t_acc
+        if dur is None:
+            continue  # already reported as unsupported
+        if abs(finish[v] - start[v] - dur) > slack:
+            dev = "host" if on_host[v] else "CIM"
+            bad.append(
+                f"operator {v!r}: finish - start = {finish[v] - start[v]:.9g} s but its {dev}"
+                f" latency is {dur:.9g} s"
+            )
+
+    # Eq. 8: precedence, with the transfer when the devices differ.
+    for e in instance.edges:
+        u, v = e.src, e.dst
+        need = finish[u] + (e.t_transfer if on_host[u] != on_host[v] else 0.0)
+        if start[v] < need - slack:
+            extra = f" + transfer {e.t_transfer:.9g} s" if on_host[u] != on_host[v] else ""
+            bad.append(
+                f"precedence {u!r} -> {v!r} violated: {v!r} starts at {start[v]:.9g} s, before"
+                f" {u!r} finishes at {finish[u]:.9g} s{extra} (short by {need - start[v]:.3g} s)"
+            )
+
+    # Host serialization: no two host operators overlap.
+    host = sorted((v for v in names if on_host[v]), key=lambda v: (start[v], finish[v]))
+    latest = None  # host operator with the latest finish so far
+    for v in host:
+        if latest is not None and start[v] < finish[latest] - slack:
+            bad.append(
+                f"host operators {latest!r} and {v!r} overlap: {v!r} starts at {start[v]:.9g} s,"
+                f" {latest!r} runs until {finish[latest]:.9g} s"
+            )
+        if latest is None or finish[v] > finish[latest]:
+            latest = v
+
+    # Eq. 6: makespan = latest finish; and the claim.
+    last = max(names, key=lambda v: finish[v])
+    if abs(schedule.makespan - finish[last]) > slack:
+        bad.append(
+            f"makespan {schedule.makespan:.9g} s differs from the latest finish"
+            f" {finish[last]:.9g} s (operator {last!r})"
+        )
+    if claimed_makespan is not None and abs(claimed_makespan - finish[last]) > slack:
+        bad.append(
+            f"claimed makespan {claimed_makespan:.9g} s differs from the schedule's"
+            f" {finish[last]:.9g} s (operator {last!r} finishes last)"
+        )
+
+    # Recompute: the earliest-start schedule of the same assignment and host order can
+    # only be as fast or faster; a claim below it is impossible.
+    recomputed = math.nan
+    if all(on_host[v] or ops[v].supported for v in names):
+        try:
+            asap = asap_schedule(instance, on_host, _host_order(instance, on_host, start))
+            recomputed = asap.makespan
+        except PlacementError as exc:  # pragma: no cover - order is built consistent
+            bad.append(f"cannot recompute the makespan: {exc}")
+        claim = claimed_makespan if claimed_makespan is not None else schedule.makespan
+        if not math.isnan(recomputed) and recomputed > claim + slack:
+            bad.append(
+                f"recomputed makespan {recomputed:.9g} s (earliest start, same assignment and"
+                f" host order) exceeds the claimed {claim:.9g} s"
+            )
+    return Verification(ok=not bad, violations=bad, recomputed_makespan=recomputed)
+
+
+def _host_order(
+    instance: CimInstance, on_host: dict[str, bool], start: dict[str, float]
+) -> list[str]:
+    """Host operators by start time, as a linear extension of precedence.
+
+    Among host operators whose host ancestors are all placed, the earliest
+    start goes next, so start-time ties within tolerance can never produce an
+    order that contradicts the graph.
+    """
+    graph = instance.graph
+    index = {op.name: i for i, op in enumerate(instance.operators)}
+    host = [v for v in graph.nodes if on_host[v]]
+    host_set = set(host)
+    blockers = {v: {a for a in nx.ancestors(graph, v) if a in host_set} for v in host}
+    placed: set[str] = set()
+    order: list[str] = []
+    while len(order) < len(host):
+        ready = [v for v in host if v not in placed and blockers[v] <= placed]
+        nxt = min(ready, key=lambda v: (start[v], index[v]))
+        order.append(nxt)
+        placed.add(nxt)
+    return order

@@ -1,0 +1,50 @@
+"""``placement report SWEEP_DIR``: a finished sweep as an HTML or Markdown page.
+
+Conventions of :mod:`placement.cli`: info on stderr (silenced by ``-q``), the result
+(the page written and one line per figure) on stdout, user errors as one-line
+:class:`~placement.errors.PlacementError`, the page written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``report`` command to the ``placement`` parser's subcommands."""
+    p = subparsers.add_parser(
+        "report",
+        help="turn a finished sweep directory into an HTML or Markdown page with figures",
+        description="Render every figure a sweep's data allows (CIM Figs. 3-5, Torch-PIM Fig. 3"
+        " and Table 4, Gantt charts) into SWEEP_DIR/figures/ as PNG and SVG, and write a page"
+        " with the tables and the figures. Figures the data cannot support are listed with"
+        " the reason.",
+    )
+    p.add_argument("sweep_dir", metavar="SWEEP_DIR", help="directory written by a sweep")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="page to write, .html or .md (default SWEEP_DIR/report.html)",
+    )
+    p.add_argument("--format", choices=["html", "md"], help="page format (default: by suffix)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.set_defaults(handler=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from placement.sweep.report import write_report
+
+    if not args.quiet:
+        print(f"rendering figures of {args.sweep_dir} ...", file=sys.stderr)
+    report = write_report(args.sweep_dir, args.output, args.format)
+    drawn = [f for f in report.figures if not f.skipped]
+    print(f"wrote {report.path} ({report.fmt}, {len(drawn)} of {len(report.figures)} figures)")
+    for f in report.figures:
+        if f.skipped:
+            print(f"  not drawn: {f.name}: {f.skipped}")
+        else:
+            print(f"  {f.name}: {', '.join(str(p) for p in f.files)}")
+    return 0

@@ -1,0 +1,332 @@
+"""``placement sweep``: a design-space sweep from the command line (:mod:`placement.sweep.run`).
+
+Conventions are those of :mod:`placement.cli`: info and progress on stderr (silenced
+by ``-q``), the summary table on stdout, every user error one line
+``placement: error: ...`` with exit code 1, files written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from placement.errors import PlacementError
+
+# Convenience flags -> grid keys (file units); every key is also reachable with --set.
+CIM_FLAGS = {
+    "crossbars": "crossbars",
+    "t_mvm_ns": "t_mvm_ns",
+    "bus_gbps": "bus_gbps",
+    "internal_gbps": "internal_gbps",
+    "elem_bytes": "elem_bytes",
+    "crossbar_size": "crossbar_size",
+}
+PIM_FLAGS = {"pim_cores": "cores"}
+EPILOG = """\
+examples:
+  placement sweep model.onnx --target cim --hardware arm-a72,x86-ryzen \\
+      --crossbars 25,50,100,200 --t-mvm-ns 50,100,500,1000 -o sweep/
+  placement sweep a.onnx b.onnx --target cim --set bus_gbps=5,10,20 -o sweep/
+  placement sweep model.onnx --target pim --pim-cores 32,64,128 --set t_sw_us=1,2,4 -o sweep/
+  placement sweep ... --scheduler tcp://host:8786     # the same sweep on a Dask cluster
+
+Interrupted? Run the same command again: the finished points (DIR/points.jsonl) are
+kept and only the others are solved. Results: DIR/points.csv and DIR/points.json (one
+row per point), DIR/schedules/<point_id>.json, DIR/manifest.json; the column schema is
+documented in placement/sweep.py. Dask workers must have the placement package
+installed (same version). exit codes: 0 done (failed points are reported as rows with
+status 'error' and a warning), 1 error, 2 usage error, 130 interrupted (resumable)."""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``sweep`` subcommand to ``placement``'s subparsers."""
+    p = subparsers.add_parser(
+        "sweep",
+        help="solve a grid of hardware parameters (in parallel or on Dask); tidy CSV/JSON",
+        description="Solve and verify the optimal placement at every point of a cartesian grid:\n"
+        "models x hardware x values of any spec field. Each model is profiled once; the\n"
+        "points run in local worker processes or on a Dask cluster, and an interrupted\n"
+        "sweep resumes where it stopped.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("models", nargs="+", metavar="MODEL", help="ONNX file(s) with static shapes")
+    p.add_argument(
+        "--target", choices=["cim", "pim"], default="cim", help="accelerator kind (default: cim)"
+    )
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="sweep directory (created)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="DIR holds another sweep (other models, grid or options): discard its results",
+    )
+    g = p.add_argument_group(
+        "grid (values comma-separated, in file units; unswept keys keep the hardware's value)"
+    )
+    g.add_argument(
+        "--hardware",
+        metavar="PRESET|FILE[,...]",
+        help="hardware descriptions, comma-separated (default: the CIM preset matching this"
+        " machine; pim-icelake for --target pim)",
+    )
+    g.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2,...",
+        dest="settings",
+        help="sweep any spec field, repeatable. CIM: crossbars, crossbar_rows, crossbar_cols,"
+        " crossbar_size, t_mvm_ns, bus_gbps, internal_gbps, elem_bytes. PIM: any [pim] key,"
+        " e.g. cores, t_sw_us, clock_ghz, read_gbps",
+    )
+    g.add_argument("--crossbars", metavar="LIST", help="= --set crossbars=LIST")
+    g.add_argument("--t-mvm-ns", metavar="LIST", help="= --set t_mvm_ns=LIST")
+    g.add_argument("--bus-gbps", metavar="LIST", help="= --set bus_gbps=LIST")
+    g.add_argument("--internal-gbps", metavar="LIST", help="= --set internal_gbps=LIST")
+    g.add_argument("--elem-bytes", metavar="LIST", help="= --set elem_bytes=LIST")
+    g.add_argument(
+        "--crossbar-size", metavar="LIST", help="square crossbars, = --set crossbar_size=LIST"
+    )
+    g.add_argument("--pim-cores", metavar="LIST", help="PIM only, = --set cores=LIST")
+    pim = p.add_argument_group("PIM model (--target pim)")
+    pim.add_argument(
+        "--copy",
+        choices=["upper_bound", "exact"],
+        default=None,
+        help="copy accounting (default upper_bound, the paper's Eq. 8)",
+    )
+    pim.add_argument(
+        "--granularity",
+        choices=["loop", "operator"],
+        default=None,
+        help="decide per loop nest (default) or per ONNX operator",
+    )
+    prof = p.add_argument_group("host latencies (measured once per model, before the points)")
+    prof.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="saved (nest) profile, repeatable; matched to its model by SHA-256",
+    )
+    from placement.cli import _profiling_options
+
+    _profiling_options(prof)
+    sol = p.add_argument_group("solver (HiGHS, per point)")
+    sol.add_argument("--time-limit", type=float, default=600.0, help="seconds (default 600)")
+    sol.add_argument("--gap", type=float, default=1e-4, help="relative MIP gap (default 1e-4)")
+    sol.add_argument(
+        "--solver-threads",
+        type=int,
+        default=1,
+        help="HiGHS threads per point (default 1: results independent of the worker count)",
+    )
+    ex = p.add_argument_group("execution")
+    ex.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help=f"local worker processes (default min(2, CPUs) = {_default_workers()})",
+    )
+    ex.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="Dask scheduler, e.g. tcp://host:8786: solve the points on that cluster",
+    )
+    ex.add_argument(
+        "--scheduler-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="give up connecting to the scheduler (or waiting for a worker) after S seconds"
+        " (default 10)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.set_defaults(handler=cmd_sweep)
+
+
+def _default_workers() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def grid_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~placement.sweep.run.Grid` the command line describes (checked)."""
+    from placement.sweep.run import Grid, parse_setting, parse_values
+
+    target = args.target
+    own, other = (CIM_FLAGS, PIM_FLAGS) if target == "cim" else (PIM_FLAGS, CIM_FLAGS)
+    wrong = [f"--{f.replace('_', '-')}" for f in other if getattr(args, f, None) is not None]
+    if wrong:
+        raise PlacementError(f"{', '.join(wrong)}: not a grid option of --target {target}")
+    if target == "cim" and (args.copy or args.granularity):
+        raise PlacementError("--copy/--granularity: PIM options, need --target pim")
+    params: list[tuple[str, Any]] = []
+    for flag, key in own.items():
+        text = getattr(args, flag, None)
+        if text is not None:
+            params.append((key, parse_values(target, key, text)))
+    params += [parse_setting(target, s) for s in args.settings]
+    if args.hardware is not None:
+        hardware = [h.strip() for h in args.hardware.split(",")]
+        if not all(hardware):
+            raise PlacementError(f"--hardware {args.hardware!r}: an empty name in the list")
+    elif target == "cim":
+        from placement.hardware.cim import default_preset_for
+
+        hardware = [default_preset_for()]
+    else:
+        from placement.cli.pim import DEFAULT_PIM_HARDWARE
+
+        hardware = [DEFAULT_PIM_HARDWARE]
+    return Grid(target, tuple(hardware), tuple(params))
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from placement.sweep.run import SolverOptions, SweepStore, run_sweep
+
+    grid = grid_from_args(args)
+    options = SolverOptions(
+        time_limit=args.time_limit,
+        rel_gap=args.gap,
+        threads=args.solver_threads,
+        copy=args.copy or "upper_bound",
+        granularity=args.granularity or "loop",
+    )
+    workers = _default_workers() if args.workers is None else args.workers
+    if args.runs < 1 or args.warmup < 0:
+        raise PlacementError(
+            f"--runs must be >= 1 and --warmup >= 0 (got {args.runs}, {args.warmup})"
+        )
+    progress = ProgressLine(quiet=args.quiet)
+    try:
+        result = run_sweep(
+            args.target,
+            args.models,
+            grid,
+            args.output,
+            options=options,
+            profiles=args.profile,
+            measure=lambda path: _measure(args, path),
+            workers=workers,
+            scheduler=args.scheduler,
+            scheduler_timeout=args.scheduler_timeout,
+            force=args.force,
+            info=lambda text: _info(args, text),
+            progress=progress,
+        )
+    except KeyboardInterrupt:
+        progress.close()
+        saved = SweepStore(args.output).count_logged()
+        print(
+            f"placement: interrupted; {saved} finished point(s) are saved in {args.output};"
+            " run the same command again to resume",
+            file=sys.stderr,
+        )
+        return 130
+    progress.close()
+    for line in summary_lines(result):
+        print(line)
+    _info(
+        args,
+        f"{len(result.rows)} points ({result.solved} solved now, {result.resumed} resumed)"
+        f" in {result.seconds:.1f} s; wrote {result.store.csv_path}, {result.store.json_path}",
+    )
+    failed = result.failed
+    if failed:
+        print(
+            f"placement: warning: {len(failed)} point(s) failed (status 'error'); first:"
+            f" {failed[0]['point_id']}: {failed[0]['message']}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def summary_lines(result: Any) -> list[str]:
+    """One line per point: the parameters, status, objective beside CPU-only, speed-up."""
+    from placement.pim.rules import fmt_time
+    from placement.sweep.run import ID_COLUMNS, RESULT_COLUMNS
+
+    keys = [c for c in result.columns if c not in (*ID_COLUMNS, *RESULT_COLUMNS)]
+    header = f"{'model':<20}{'hardware':<14}" + "".join(f"{k:>14}" for k in keys)
+    header += f"{'status':>14}{'objective':>12}{'CPU-only':>12}{'speed-up':>10}{'offloaded':>11}"
+    lines = [header]
+    # grid order (numbers compared as numbers), easier to read than point_id order
+    for r in sorted(result.rows, key=lambda r: (r["model"], r["hardware"], *(r[k] for k in keys))):
+        line = f"{r['model'][:19]:<20}{r['hardware'][:13]:<14}"
+        line += "".join(f"{_fmt(r[k]):>14}" for k in keys)
+        obj = "-" if r["objective_s"] is None else fmt_time(r["objective_s"])
+        cpu = "-" if r["cpu_only_s"] is None else fmt_time(r["cpu_only_s"])
+        speed = "-" if r["speedup"] is None else f"{r['speedup']:.2f}x"
+        off = "-" if r["n_offloaded"] is None else f"{r['n_offloaded']}/{r['n_operators']}"
+        lines.append(line + f"{r['status']:>14}{obj:>12}{cpu:>12}{speed:>10}{off:>11}")
+    return lines
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+class ProgressLine:
+    """``sweep: done/total points, elapsed, ETA`` on stderr: redrawn in place on a terminal,
+    a line every ~10% otherwise (logs), nothing with ``-q``."""
+
+    def __init__(self, quiet: bool = False, stream: Any = None) -> None:
+        self.quiet = quiet
+        self.stream = stream or sys.stderr
+        self.interactive = self.stream.isatty()
+        self.started = time.perf_counter()
+        self.first: int | None = None  # points done when this run started (resumed)
+        self.last_step = -1
+        self.drawn = False
+
+    def __call__(self, done: int, total: int, resumed: int) -> None:
+        if self.quiet:
+            return
+        if self.first is None:
+            self.first = done
+            self.started = time.perf_counter()
+        elapsed = time.perf_counter() - self.started
+        new = done - self.first
+        eta = (
+            "0 s"
+            if done >= total
+            else ("?" if new == 0 else f"{elapsed / new * (total - done):.0f} s")
+        )
+        pct = 100.0 * done / total if total else 100.0
+        text = f"sweep: {done}/{total} points ({pct:.0f}%), {elapsed:.0f} s elapsed, ETA {eta}"
+        if resumed:
+            text += f" ({resumed} resumed)"
+        if self.interactive:
+            print(f"\r{text}\x1b[K", end="", file=self.stream, flush=True)
+            self.drawn = True
+            return
+        step = int(pct // 10)  # a few lines in logs: one per 10%, and the last
+        if step != self.last_step:
+            print(text, file=self.stream, flush=True)
+            self.last_step = step
+
+    def close(self) -> None:
+        if self.drawn:
+            print(file=self.stream, flush=True)
+            self.drawn = False
+
+
+def _measure(args: argparse.Namespace, path: str) -> Any:
+    """Profile one model on this machine, with the progress output of ``placement profile``."""
+    one = argparse.Namespace(**{**vars(args), "model": path})
+    if args.target == "cim":
+        from placement.cli import _measure as measure_host
+
+        _info(args, f"{path}: profiling with ONNX Runtime ...")
+        return measure_host(one, path)
+    from placement.cli.pim import _profile
+
+    return _profile(one)
+
+
+def _info(args: argparse.Namespace, text: str) -> None:
+    if not getattr(args, "quiet", False):
+        print(text, file=sys.stderr)

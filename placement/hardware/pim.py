@@ -1,0 +1,264 @@
+"""Typed CPU + PIM machine description (Torch-PIM, Table 2 and Sections 4.4, 5.1).
+
+Mirrors :mod:`placement.hardware.cim`: files name their units in the keys
+(``clock_ghz``, ``t_sw_us``, ``read_gbps``), converted once, here, to seconds,
+hertz and bytes per second (1 GB/s = 1e9 B/s). A user file may start from a
+preset with ``base = "pim-icelake"`` and override only some keys.
+
+Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
+
+* 32 in-order single-issue cores at 1 GHz, ``I_min = 1`` (Table 2, C1).
+* ``T_sw = 2 us`` (Eq. 9, from PIMProf). ``T_ctx`` of C1 is not given by the
+  paper; we take it equal to ``T_sw`` (one switch to the memory side).
+* ``B_cpu = 16.754 GB/s``, the paper's platform figure, so that
+  ``theta = 0.12 * B_cpu = 2.01 GB/s`` -- the 2.0 GB/s the paper adopts.
+  (1.80 GB/s is only the lower end of its calibration interval.)
+* ``B_rd = B_wb = B_cpu``: "the bandwidth of the host memory system for both".
+* ``sigma = 0.4``, ``L = 64 B``.
+* T_pim model constants (ours): 8 GB/s of bank bandwidth per core (1 TB/s
+  aggregate at 128 cores, the scale the paper cites), 10 ns of synchronization
+  per participating core.
+* T_pim instruction cost table (ours, assumptions; :meth:`PimSpec.op_instructions`).
+  A nest measured from the MLIR (``LoopNest.body_ops``) costs, per executed op:
+
+  - ``op_instr`` = 1: arith.*, memref.load/store and any other counted op, and
+    the cheap math.* ops (absf, fma, floor/ceil/round/trunc, copysign, ctlz ...);
+  - ``div_instr`` = 4: divisions and remainders (arith.divf/divsi/divui,
+    remf/remsi/remui, ceildiv*/floordiv*);
+  - ``transcendental_instr`` = 20: every other math.* op (exp, tanh, erf, log,
+    sqrt, rsqrt, powf, sin ...).
+
+  The core is single-issue and in-order, and assumed to have a pipelined FPU,
+  so a plain arith/memref op is one instruction (loads and stores: their
+  latency is the memory term of T_pim). Division is iterative on small cores:
+  4 is an assumption. A transcendental is a libm-style software routine:
+  range reduction plus a polynomial, about 20 instructions for ``expf``
+  (MLIR's own ``math-expand-ops`` turns ``tanh`` into one ``exp`` plus ten
+  arith ops including a division, so tanh/erf cost at least this much). 20 is
+  an assumption, not a measured or published figure, and optimistic for PIM:
+  cores without an FPU (UPMEM's) emulate float ops in software, at tens to
+  hundreds of instructions each. Nests without ``body_ops`` (hand-built,
+  profiles written before the field) are charged ``instr_per_iter`` = 4
+  instructions per innermost iteration (load, op, store, loop) instead.
+  Loop and index bookkeeping is not in ``body_ops`` and not charged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from placement.errors import PlacementError
+from placement.hardware.cim import (
+    HostSpec,
+    parse_hardware_tables,
+    preset_names,
+    read_hardware_source,
+    reject_unknown_keys,
+)
+
+# File key -> (PimSpec field, factor to SI, must be a whole number)
+_PIM_KEYS: dict[str, tuple[str, float, bool]] = {
+    "cores": ("cores", 1.0, True),
+    "clock_ghz": ("clock", 1e9, False),
+    "issue_width": ("issue_width", 1.0, True),
+    "i_min": ("i_min", 1.0, False),
+    "t_ctx_us": ("t_ctx", 1e-6, False),
+    "t_sw_us": ("t_sw", 1e-6, False),
+    "host_dram_gbps": ("host_dram_bandwidth", 1e9, False),
+    "theta_ratio": ("theta_ratio", 1.0, False),
+    "sigma": ("sigma", 1.0, False),
+    "cache_line_bytes": ("cache_line", 1.0, True),
+    "read_gbps": ("read_bandwidth", 1e9, False),
+    "writeback_gbps": ("writeback_bandwidth", 1e9, False),
+    "instr_per_iter": ("instr_per_iter", 1.0, False),
+    "bank_gbps_per_core": ("bank_bandwidth_per_core", 1e9, False),
+    "t_sync_ns_per_core": ("t_sync_per_core", 1e-9, False),
+    "op_instr": ("op_instr", 1.0, False),
+    "div_instr": ("div_instr", 1.0, False),
+    "transcendental_instr": ("transcendental_instr", 1.0, False),
+}
+# Keys added after files existed: a file may leave them out (PimSpec defaults apply).
+_OPTIONAL_KEYS = frozenset({"op_instr", "div_instr", "transcendental_instr"})
+
+# Op kinds of the instruction cost table (module docstring).
+DIV_OPS = frozenset(
+    {
+        "arith.divf", "arith.divsi", "arith.divui", "arith.remf", "arith.remsi", "arith.remui",
+        "arith.ceildivsi", "arith.ceildivui", "arith.floordivsi",
+    }
+)  # fmt: skip
+# math.* ops that are one (or a few) plain instructions, not software routines.
+CHEAP_MATH_OPS = frozenset(
+    {
+        "math.absf", "math.absi", "math.copysign", "math.fma", "math.floor", "math.ceil",
+        "math.round", "math.roundeven", "math.trunc", "math.ctlz", "math.cttz", "math.ctpop",
+        "math.isnan", "math.isinf", "math.isfinite", "math.isnormal",
+    }
+)  # fmt: skip
+_FIELD_KEY = {field: key for key, (field, _, _) in _PIM_KEYS.items()}
+
+
+@dataclass(frozen=True)
+class PimSpec:
+    """PIM side and rule constants, in SI units. Validated on construction."""
+
+    cores: int = 32  # N_core (C2, C1 bound, T_pim)
+    clock: float = 1e9  # f_pim, Hz
+    issue_width: int = 1  # instructions per cycle per core (single-issue)
+    i_min: float = 1.0  # I_min (C1)
+    t_ctx: float = 2e-6  # T_ctx (C1), seconds
+    t_sw: float = 2e-6  # T_sw (Eq. 9), seconds per host<->PIM transition
+    host_dram_bandwidth: float = 16.754e9  # B_cpu, B/s
+    theta_ratio: float = 0.12  # theta = theta_ratio * B_cpu (C3)
+    sigma: float = 0.4  # C4 threshold on StoreBound
+    cache_line: int = 64  # L, bytes (Eq. 6)
+    read_bandwidth: float = 16.754e9  # B_rd (Eq. 8), B/s
+    writeback_bandwidth: float = 16.754e9  # B_wb (Eq. 8), B/s
+    instr_per_iter: float = 4.0  # T_pim: instructions per innermost iteration
+    bank_bandwidth_per_core: float = 8e9  # T_pim: PIM-side bank bandwidth per core, B/s
+    t_sync_per_core: float = 10e-9  # T_pim: sync/aggregation per participating core, s
+    op_instr: float = 1.0  # T_pim cost table: instructions per arith/memref/other op
+    div_instr: float = 4.0  # T_pim cost table: instructions per division / remainder
+    transcendental_instr: float = 20.0  # T_pim cost table: per math.exp/tanh/erf/log/sqrt/...
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            key = _FIELD_KEY[field.name]
+            _, scale, integral = _PIM_KEYS[key]
+            _check_value(getattr(self, field.name), key, integral, "PimSpec", scale)
+        _check_relations(self, "PimSpec")
+
+    @property
+    def theta(self) -> float:
+        """C3 threshold on the read bandwidth, B/s."""
+        return self.theta_ratio * self.host_dram_bandwidth
+
+    def op_instructions(self, op_name: str) -> float:
+        """Instructions one execution of ``op_name`` costs on a PIM core (the cost table)."""
+        if op_name in DIV_OPS:
+            return self.div_instr
+        if op_name.startswith("math.") and op_name not in CHEAP_MATH_OPS:
+            return self.transcendental_instr
+        return self.op_instr
+
+    def body_instructions(self, body_ops: dict[str, int]) -> float:
+        """Instructions of ``LoopNest.body_ops``: sum of count x cost (one invocation)."""
+        return math.fsum(count * self.op_instructions(name) for name, count in body_ops.items())
+
+    def with_cores(self, cores: int) -> PimSpec:
+        """The same machine with ``cores`` PIM cores (the paper sweeps 32, 64, 128)."""
+        return dataclasses.replace(self, cores=cores)
+
+    def to_file_units(self) -> dict[str, float | int]:
+        return {
+            key: (getattr(self, field) if integral else getattr(self, field) / scale)
+            for key, (field, scale, integral) in _PIM_KEYS.items()
+        }
+
+
+@dataclass(frozen=True)
+class PimHardware:
+    name: str
+    description: str
+    host: HostSpec
+    pim: PimSpec
+    source: str  # preset name or file path
+
+    def describe(self) -> str:
+        p = self.pim
+        return (
+            f"{self.name}: {p.cores} PIM cores at {p.clock / 1e9:g} GHz (issue {p.issue_width}),"
+            f" T_ctx {p.t_ctx * 1e6:g} us, T_sw {p.t_sw * 1e6:g} us,"
+            f" B_cpu {p.host_dram_bandwidth / 1e9:g} GB/s (theta {p.theta / 1e9:.3g} GB/s),"
+            f" sigma {p.sigma:g}, B_rd {p.read_bandwidth / 1e9:g} GB/s,"
+            f" B_wb {p.writeback_bandwidth / 1e9:g} GB/s"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "host": dataclasses.asdict(self.host),
+            "pim": self.pim.to_file_units(),
+        }
+
+
+def pim_preset_names() -> list[str]:
+    return preset_names(pim=True)
+
+
+def load_pim_hardware(name_or_path: str | Path = "pim-icelake") -> PimHardware:
+    """Load a PIM preset by name, or a TOML file by path."""
+    text, source = _read_source(str(name_or_path))
+    return _parse(text, source, seen=())
+
+
+def with_pim_overrides(hw: PimHardware, **pim_values: float | int | None) -> PimHardware:
+    """Apply overrides given in file units (cores=64, t_sw_us=...); None means keep."""
+    values = {k: v for k, v in pim_values.items() if v is not None}
+    if not values:
+        return hw
+    raw = hw.pim.to_file_units() | values
+    return dataclasses.replace(hw, pim=_pim_from_table(raw, "command-line option"))
+
+
+def _read_source(name_or_path: str) -> tuple[str, str]:
+    return read_hardware_source(name_or_path, pim_preset_names(), "PIM hardware")
+
+
+def _parse(text: str, source: str, seen: tuple[str, ...]) -> PimHardware:
+    data, host, pim_table = parse_hardware_tables(
+        text, source, seen, device="pim", load_base=lambda n, s: _parse(*_read_source(n), s)
+    )
+    return PimHardware(
+        name=str(data.get("name") or Path(source).stem),
+        description=str(data.get("description", "")),
+        host=host,
+        pim=_pim_from_table(pim_table, source),
+        source=source,
+    )
+
+
+def _pim_from_table(table: dict[str, Any], source: str) -> PimSpec:
+    reject_unknown_keys(table, set(_PIM_KEYS), source, "pim.")
+    fields: dict[str, Any] = {}
+    for key, (field, scale, integral) in _PIM_KEYS.items():
+        if key not in table:
+            if key in _OPTIONAL_KEYS:
+                continue
+            raise PlacementError(f"{source}: missing key 'pim.{key}'")
+        value = table[key]
+        _check_value(value, key, integral, source, 1.0)
+        fields[field] = int(value) if integral else float(value) * scale
+    try:
+        return PimSpec(**fields)
+    except PlacementError as exc:  # relations between keys: name the file, not PimSpec
+        raise PlacementError(str(exc).replace("PimSpec", source, 1)) from None
+
+
+def _check_value(value: Any, key: str, integral: bool, source: str, scale: float) -> None:
+    """Positive, finite, whole where required; ``scale`` converts back to file units."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PlacementError(f"{source}: 'pim.{key}' must be a number, got {value!r}")
+    shown = value / scale if scale != 1.0 else value
+    if not math.isfinite(value) or value <= 0:
+        raise PlacementError(f"{source}: 'pim.{key}' must be positive, got {shown!r}")
+    if integral and value != int(value):
+        raise PlacementError(f"{source}: 'pim.{key}' must be a whole number, got {shown!r}")
+
+
+def _check_relations(spec: PimSpec, source: str) -> None:
+    if spec.sigma > 1:
+        raise PlacementError(
+            f"{source}: 'pim.sigma' is a fraction of backend cycles, at most 1, got {spec.sigma!r}"
+        )
+    if spec.instr_per_iter < spec.i_min:
+        # Otherwise the analytical T_pim could fall below C1's lower bound.
+        raise PlacementError(
+            f"{source}: 'pim.instr_per_iter' ({spec.instr_per_iter:g}) must be at least"
+            f" 'pim.i_min' ({spec.i_min:g})"
+        )

@@ -1,0 +1,266 @@
+"""The Torch-PIM two-stage threshold rule (Section 4.4, Eqs. 1-7), per loop nest.
+
+``offload(r) = g_work(r) and g_mem(r)`` (Eq. 1), with
+
+* stage 1, ``g_work = C1 and C2`` (Eq. 2):
+  C1 ``T_cpu >= T_ctx + T_pim_min`` (Eq. 3, ``T_pim_min`` from
+  :func:`placement.devices.pim.t_pim_min`); C2 ``N_iter >= N_core`` (Eq. 4).
+  A nest failing either stays on the host; stage 2 is not evaluated.
+* stage 2, ``g_mem = C3 or C4`` (Eq. 5):
+  C3 ``BW_read = n_rd * L / T_cpu > theta`` (Eq. 6);
+  C4 ``StoreBound = c_store / c_backend > sigma`` (Eq. 7), where, following the
+  paper's text, ``c_backend`` is the sum of the three backend-bound events
+  (``CYCLE_ACTIVITY.STALLS_TOTAL``, ``EXE_ACTIVITY.1_PORTS_UTIL``,
+  ``EXE_ACTIVITY.2_PORTS_UTIL``) plus ``c_store``
+  (``EXE_ACTIVITY.BOUND_ON_STORES``).
+
+Missing data. Counters (the five Table 1 events) may be absent for a nest, or
+only some of them. A condition whose inputs are missing is "not evaluated" and
+the record says which event was missing. Only when the caller passes
+``allow_estimates=True`` is C3 estimated, as ``BW_read ~ fetch_bytes / T_cpu``
+(the bytes a PIM placement would fetch, as if each crossed the LLC once); the
+condition is then labelled "estimated". C4 has no estimate. A nest whose stage 2
+has no passing condition and at least one unevaluated one stays on the host
+(offloading needs evidence), with ``undetermined=True`` in its record.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from placement.devices.pim import check_cores, t_pim_min
+from placement.errors import PlacementError
+from placement.hardware.pim import PimSpec
+from placement.nests import LoopNest
+
+if TYPE_CHECKING:
+    from placement.models.pim import PimInstance
+
+# Table 1 events (lower case; PAPI's "component::" prefixes are stripped on lookup)
+EV_OFFCORE_RD = "offcore_requests.all_data_rd"  # n_rd
+EV_BOUND_ON_STORES = "exe_activity.bound_on_stores"  # c_store
+EV_STALLS_TOTAL = "cycle_activity.stalls_total"
+EV_1_PORTS_UTIL = "exe_activity.1_ports_util"
+EV_2_PORTS_UTIL = "exe_activity.2_ports_util"
+BACKEND_EVENTS = (EV_STALLS_TOTAL, EV_1_PORTS_UTIL, EV_2_PORTS_UTIL)
+TABLE1_EVENTS = (EV_OFFCORE_RD, EV_BOUND_ON_STORES, *BACKEND_EVENTS)
+
+HOST, PIM = "host", "pim"
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str  # "C1" .. "C4"
+    passed: bool | None  # None: could not be evaluated
+    text: str  # "T_cpu 1.2 us < T_ctx + T_pim_min 2.4 us", or why it was not evaluated
+    value: float | None = None
+    threshold: float | None = None
+    estimated: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "text": self.text,
+            "value": self.value,
+            "threshold": self.threshold,
+            "estimated": self.estimated,
+        }
+
+
+@dataclass(frozen=True)
+class RuleDecision:
+    nest: str
+    place: str  # "host" | "pim"
+    reason: str  # the deciding condition(s), e.g. "C1 failed: T_cpu 1.2 us < ..."
+    conditions: tuple[Condition, ...] = field(default_factory=tuple)
+    undetermined: bool = False  # stage 2 could not be decided from the data given
+
+    @property
+    def on_pim(self) -> bool:
+        return self.place == PIM
+
+    @property
+    def estimated(self) -> bool:
+        return any(c.estimated for c in self.conditions)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nest": self.nest,
+            "place": self.place,
+            "reason": self.reason,
+            "undetermined": self.undetermined,
+            "estimated": self.estimated,
+            "conditions": [c.to_json() for c in self.conditions],
+        }
+
+
+def decide(
+    nest: LoopNest,
+    t_cpu: float | None,
+    counters: Mapping[str, float] | None,
+    spec: PimSpec,
+    n_cores: int | None = None,
+    *,
+    allow_estimates: bool = False,
+) -> RuleDecision:
+    """Apply Eqs. 1-7 to one nest; the record names the deciding condition."""
+    cores = check_cores(spec.cores if n_cores is None else n_cores)
+    events = _normalize(counters, nest.id)
+
+    # Stage 1 (Eq. 2): both conditions are cheap, so both are recorded.
+    c1 = _c1(nest, t_cpu, spec, cores)
+    c2 = _c2(nest, cores)
+    stage1 = (c1, c2)
+    for c in stage1:
+        if c.passed is False:
+            return RuleDecision(nest.id, HOST, f"{c.name} failed: {c.text}", stage1)
+    for c in stage1:
+        if c.passed is None:
+            return RuleDecision(
+                nest.id, HOST, f"{c.name} not evaluated: {c.text}; kept on host", stage1, True
+            )
+
+    # Stage 2 (Eq. 5): C3 or C4.
+    assert t_cpu is not None  # C1 passed
+    c3 = _c3(nest, t_cpu, events, spec, allow_estimates)
+    c4 = _c4(events, spec)
+    conds = (*stage1, c3, c4)
+    passed = [c for c in (c3, c4) if c.passed]
+    if passed:
+        reason = "; ".join(f"{c.name} passed{_est(c)}: {c.text}" for c in passed)
+        return RuleDecision(nest.id, PIM, reason, conds)
+    unknown = [c for c in (c3, c4) if c.passed is None]
+    parts = [f"{c.name} {'not evaluated' if c.passed is None else 'failed'}{_est(c)}: {c.text}"
+             for c in (c3, c4)]
+    reason = "; ".join(parts) + ("; kept on host" if unknown else "")
+    return RuleDecision(nest.id, HOST, reason, conds, bool(unknown))
+
+
+def apply_rule(
+    nests: list[LoopNest] | tuple[LoopNest, ...],
+    t_cpu: Mapping[str, float | None],
+    counters: Mapping[str, Mapping[str, float] | None] | None,
+    spec: PimSpec,
+    n_cores: int | None = None,
+    *,
+    allow_estimates: bool = False,
+) -> dict[str, RuleDecision]:
+    """The rule's decision for every nest, keyed by nest id, in program order."""
+    counters = counters or {}
+    return {
+        n.id: decide(
+            n, t_cpu.get(n.id), counters.get(n.id), spec, n_cores, allow_estimates=allow_estimates
+        )
+        for n in nests
+    }
+
+
+def rule_placement(
+    instance: PimInstance, *, allow_estimates: bool = False
+) -> dict[str, RuleDecision]:
+    """The rule applied to a :class:`~placement.models.pim.PimInstance` (its counters, if any)."""
+    return apply_rule(
+        instance.nests,
+        instance.t_cpu,
+        instance.counters,
+        instance.spec,
+        instance.n_cores,
+        allow_estimates=allow_estimates,
+    )
+
+
+# --- conditions -----------------------------------------------------------------------
+
+
+def _c1(nest: LoopNest, t_cpu: float | None, spec: PimSpec, cores: int) -> Condition:
+    bound = t_pim_min(nest, spec, cores)
+    need = spec.t_ctx + bound
+    if t_cpu is None:
+        return Condition("C1", None, "no T_cpu measured for this nest", None, need)
+    _check_time(t_cpu, nest.id)
+    ok = t_cpu >= need  # Eq. 3
+    op = ">=" if ok else "<"
+    text = f"T_cpu {fmt_time(t_cpu)} {op} T_ctx + T_pim_min {fmt_time(need)}"
+    return Condition("C1", ok, text, t_cpu, need)
+
+
+def _c2(nest: LoopNest, cores: int) -> Condition:
+    ok = nest.n_iter >= cores  # Eq. 4
+    op = ">=" if ok else "<"
+    return Condition("C2", ok, f"N_iter {nest.n_iter} {op} N_core {cores}", nest.n_iter, cores)
+
+
+def _c3(
+    nest: LoopNest, t_cpu: float, events: dict[str, float], spec: PimSpec, allow_estimates: bool
+) -> Condition:
+    theta = spec.theta
+    if EV_OFFCORE_RD in events:
+        bw = events[EV_OFFCORE_RD] * spec.cache_line / t_cpu  # Eq. 6
+        estimated = False
+    elif allow_estimates:
+        bw = nest.fetch_bytes / t_cpu  # documented estimate, never silent
+        estimated = True
+    else:
+        return Condition("C3", None, f"counter {EV_OFFCORE_RD} missing", None, theta)
+    ok = bw > theta
+    op = ">" if ok else "<="
+    what = "fetch_bytes / T_cpu" if estimated else "BW_read"
+    text = f"{what} {fmt_bandwidth(bw)} {op} theta {fmt_bandwidth(theta)}"
+    return Condition("C3", ok, text, bw, theta, estimated)
+
+
+def _c4(events: dict[str, float], spec: PimSpec) -> Condition:
+    needed = (EV_BOUND_ON_STORES, *BACKEND_EVENTS)
+    missing = [e for e in needed if e not in events]
+    if missing:
+        return Condition("C4", None, f"counter {', '.join(missing)} missing", None, spec.sigma)
+    c_store = events[EV_BOUND_ON_STORES]
+    c_backend = sum(events[e] for e in BACKEND_EVENTS) + c_store  # the paper's c_backend
+    if c_backend <= 0:
+        return Condition("C4", False, "no backend-bound cycles (StoreBound 0)", 0.0, spec.sigma)
+    frac = c_store / c_backend  # Eq. 7
+    ok = frac > spec.sigma
+    op = ">" if ok else "<="
+    return Condition("C4", ok, f"StoreBound {frac:.3g} {op} sigma {spec.sigma:g}", frac, spec.sigma)
+
+
+# --- helpers --------------------------------------------------------------------------
+
+
+def _normalize(counters: Mapping[str, float] | None, nest_id: str) -> dict[str, float]:
+    if not counters:
+        return {}
+    out: dict[str, float] = {}
+    for key, value in counters.items():
+        name = str(key).lower().rsplit("::", 1)[-1]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise PlacementError(f"nest {nest_id!r}: counter {key!r} is not a number: {value!r}")
+        if not math.isfinite(value) or value < 0:
+            raise PlacementError(f"nest {nest_id!r}: counter {key!r} must be >= 0, got {value!r}")
+        out[name] = float(value)
+    return out
+
+
+def _check_time(t: float, nest_id: str) -> None:
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+        raise PlacementError(f"nest {nest_id!r}: T_cpu must be a time >= 0 s, got {t!r}")
+
+
+def _est(c: Condition) -> str:
+    return " (estimated)" if c.estimated else ""
+
+
+def fmt_time(seconds: float) -> str:
+    """3 significant digits in ns, us, ms or s."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def fmt_bandwidth(bps: float) -> str:
+    return f"{bps / 1e9:.3g} GB/s"

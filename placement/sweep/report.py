@@ -1,0 +1,542 @@
+"""A finished sweep directory as an HTML or Markdown page: tables and figures.
+
+Reads the sweep directory contract (``manifest.json``, ``points.json`` or
+``points.csv``, ``schedules/<point_id>.json``), renders every figure of
+:mod:`placement.plots.common` that the data allows into ``SWEEP_DIR/figures/`` (PNG and
+SVG), and writes one page. A figure the data cannot support is listed on the page
+with the reason instead of failing the report; extra columns are carried along.
+The HTML page is self-contained (PNG images embedded, SVGs linked); the Markdown
+page links the figure files.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import json
+import math
+import os
+import re
+import statistics
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from placement.errors import PlacementError
+from placement.plots import common as plots
+from placement.plots.common import PlotDataError, model_label, num
+
+FORMATS = ("html", "md")
+_SOLVED = ("optimal", "time_limit", "time limit", "feasible")
+
+
+@dataclass
+class Sweep:
+    path: Path
+    manifest: dict[str, Any]
+    rows: list[dict[str, Any]]
+    columns: list[str]  # in file order; extra columns included
+
+    @property
+    def target(self) -> str:
+        t = self.manifest.get("target")
+        if t in ("cim", "pim"):
+            return str(t)
+        targets = {str(r.get("target")) for r in self.rows}
+        return "pim" if targets == {"pim"} else "cim"
+
+    def schedule(self, point_id: Any) -> dict[str, Any] | None:
+        """The point's schedule document, or None when absent or unreadable."""
+        if point_id in (None, ""):
+            return None
+        path = self.path / "schedules" / f"{point_id}.json"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+
+@dataclass
+class FigureOutcome:
+    name: str  # file stem under figures/
+    title: str
+    files: list[Path] = field(default_factory=list)
+    skipped: str | None = None  # why it was not drawn
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Read a sweep directory; a one-line PlacementError when it is not one."""
+    root = Path(path)
+    if not root.is_dir():
+        raise PlacementError(f"{root}: no such sweep directory")
+    manifest: dict[str, Any] = {}
+    mpath = root / "manifest.json"
+    if mpath.exists():
+        try:
+            manifest = json.loads(mpath.read_text())
+        except (OSError, ValueError) as exc:
+            raise PlacementError(f"{mpath}: unreadable manifest ({exc})") from None
+        if not isinstance(manifest, dict):
+            raise PlacementError(f"{mpath}: the manifest must be a JSON object")
+    rows, columns = _load_points(root)
+    if not manifest and not rows:
+        raise PlacementError(f"{root}: not a sweep directory (no manifest.json, no points)")
+    return Sweep(root, manifest, rows, columns)
+
+
+def _load_points(root: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    jpath, cpath = root / "points.json", root / "points.csv"
+    columns: list[str] = []
+    if cpath.exists():
+        try:
+            with cpath.open(newline="") as fh:
+                reader = csv.DictReader(fh)
+                csv_rows = [dict(r) for r in reader]
+                columns = list(reader.fieldnames or [])
+        except (OSError, csv.Error, UnicodeDecodeError) as exc:
+            raise PlacementError(f"{cpath}: unreadable points table ({exc})") from None
+    else:
+        csv_rows = []
+    if jpath.exists():  # typed values: preferred over the CSV's strings
+        try:
+            data = json.loads(jpath.read_text())
+        except (OSError, ValueError) as exc:
+            raise PlacementError(f"{jpath}: unreadable points ({exc})") from None
+        if isinstance(data, dict):
+            data = data.get("points", data.get("rows"))
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise PlacementError(f"{jpath}: expected a list of point objects")
+        rows = data
+    elif cpath.exists():
+        rows = csv_rows
+    else:
+        return [], []
+    for r in rows:
+        for k in r:
+            if k not in columns:
+                columns.append(k)
+    return rows, columns
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def render_figures(
+    sweep: Sweep, out_dir: str | Path | None = None, formats: Sequence[str] = ("png", "svg")
+) -> list[FigureOutcome]:
+    """Draw every figure the sweep's data allows into ``out_dir`` (default SWEEP/figures)."""
+    out = Path(out_dir) if out_dir is not None else sweep.path / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = _cim_jobs(sweep) if sweep.target == "cim" else _pim_jobs(sweep)
+    outcomes = []
+    for name, title, build in jobs:
+        outcome = FigureOutcome(_safe(name), title)
+        try:
+            fig = build()
+        except PlotDataError as exc:
+            outcome.skipped = str(exc)
+            outcomes.append(outcome)
+            continue
+        for fmt in formats:
+            outcome.files.append(plots.save_figure(fig, out / f"{outcome.name}.{fmt}"))
+        outcomes.append(outcome)
+    return outcomes
+
+
+Job = tuple[str, str, Callable[[], Figure]]
+
+
+def _models(sweep: Sweep) -> list[str]:
+    return list(dict.fromkeys(str(r.get("model")) for r in sweep.rows))
+
+
+def _solved(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [r for r in rows if num(r, "speedup") is not None]
+
+
+def _cim_jobs(sweep: Sweep) -> list[Job]:
+    rows = _solved(sweep.rows)
+    jobs: list[Job] = []
+    for m in _models(sweep):
+        label = model_label(m)
+        jobs.append((f"speedup_vs_crossbars_{label}",
+                     f"{label}: speed-up vs crossbars per MVM latency (CIM Fig. 3)",
+                     lambda m=m: plots.speedup_vs_crossbars(rows, model=m)))  # fmt: skip
+    latencies = sorted({t for r in rows if (t := num(r, "t_mvm_ns")) is not None})
+    if not latencies:
+        jobs.append(("speedup_per_network", "speed-up per network (CIM Fig. 4)",
+                     lambda: plots.speedup_per_network(rows, math.nan)))  # fmt: skip
+    for t in latencies:
+        jobs.append((f"speedup_per_network_{t:g}ns",
+                     f"speed-up per network at {t:g} ns MVM latency (CIM Fig. 4)",
+                     lambda t=t: plots.speedup_per_network(rows, t)))  # fmt: skip
+    for m in _models(sweep):
+        label = model_label(m)
+        jobs.append((f"device_share_{label}",
+                     f"{label}: latency and operators per device (CIM Fig. 5)",
+                     lambda m=m: plots.device_share(rows, model=m)))  # fmt: skip
+        jobs.append((f"gantt_{label}", f"{label}: schedule of the fastest point (Gantt)",
+                     lambda m=m: _best_gantt(sweep, m)))  # fmt: skip
+    return jobs
+
+
+def _best_point(sweep: Sweep, model: str) -> Mapping[str, Any]:
+    mine = [r for r in _solved(sweep.rows) if str(r.get("model")) == model]
+    if not mine:
+        raise PlotDataError(f"Gantt chart: no solved point of {model_label(model)}")
+    return max(mine, key=lambda r: num(r, "speedup") or 0.0)
+
+
+def _best_gantt(sweep: Sweep, model: str) -> Figure:
+    best = _best_point(sweep, model)
+    doc = sweep.schedule(best.get("point_id"))
+    if doc is None:
+        raise PlotDataError(
+            f"Gantt chart: no schedules/{best.get('point_id')}.json for the fastest point"
+        )
+    where = ", ".join(
+        f"{k}={best.get(k)}" for k in ("hardware", *plots.swept_params([best])) if k in best
+    )
+    title = f"{model_label(model)} ({where})"
+    if sweep.target == "pim":
+        doc = with_nest_data(sweep, doc)
+        return plots.pim_gantt(doc, cores=_int(num(best, "cores")), title=title)
+    return plots.cim_gantt(doc, edges=_graph_edges(sweep, model, doc), title=title)
+
+
+def with_nest_data(sweep: Sweep, doc: dict[str, Any]) -> dict[str, Any]:
+    """A sweep's PIM schedule (PimPlacement.to_json(), nests counted only) with the per-nest
+    data (LoopNest fields + T_cpu) of the nest profile the sweep saved under profiles/."""
+    if isinstance(doc.get("nests"), list):
+        return doc
+    info = doc.get("model") if isinstance(doc.get("model"), Mapping) else {}
+    name, sha = info.get("name"), str(info.get("sha256") or "")
+    path = sweep.path / "profiles" / f"{name}.{sha[:12]}.json"
+    try:
+        profile = json.loads(path.read_text())
+        t_cpu = profile["t_cpu"]
+        nests = [dict(n, t_cpu=t_cpu[n["id"]]) for n in profile["nests"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return doc  # the figure then says what is missing
+    return {**doc, "nests": nests}
+
+
+def _graph_edges(sweep: Sweep, model: str, doc: Mapping[str, Any]) -> list[Any] | None:
+    """Data edges for transfer markers: the document's own, else the model file's graph."""
+    if doc.get("edges"):
+        return None  # cim_gantt reads them from the document
+    from placement.graph import load_graph
+
+    info = doc.get("model") if isinstance(doc.get("model"), Mapping) else {}
+    paths = [str(info["path"])] if info.get("path") else []
+    paths += [
+        str(m.get("path"))
+        for m in sweep.manifest.get("models", []) or []
+        if isinstance(m, Mapping) and model_label(m.get("path")) == model_label(model)
+    ]
+    paths.append(model)
+    candidates = [c for p in paths for c in (Path(p), sweep.path / p, sweep.path.parent / p)]
+    for candidate in candidates:
+        if candidate.is_file():
+            try:
+                return [(u, v) for u, v, _ in load_graph(candidate).edges]
+            except PlacementError:
+                return None
+    return None
+
+
+def _pim_jobs(sweep: Sweep) -> list[Job]:
+    rows = _solved(sweep.rows)
+    jobs: list[Job] = [
+        ("pim_speedup_vs_cores", "speed-up vs PIM cores per workload (Torch-PIM Fig. 3)",
+         lambda: plots.pim_speedup_vs_cores(rows)),
+        ("offloaded_nests", "offloaded loop nests per operator vs problem size (Table 4)",
+         lambda: plots.offloaded_nests_plot(offload_table(sweep))),
+    ]  # fmt: skip
+    for m in _models(sweep):
+        label = model_label(m)
+        jobs.append((f"gantt_{label}", f"{label}: host/PIM schedule of the fastest point",
+                     lambda m=m: _best_gantt(sweep, m)))  # fmt: skip
+    return jobs
+
+
+def offload_table(sweep: Sweep) -> plots.OffloadTable:
+    """Table 4 from the sweep's PIM schedules at its largest core count (first hardware)."""
+    rows = _solved(sweep.rows)
+    cores = [c for r in rows if (c := num(r, "cores")) is not None]
+    if not cores:
+        raise PlotDataError("Table 4: no solved PIM points with a cores column")
+    top = max(cores)
+    hosts = list(dict.fromkeys(str(r.get("hardware")) for r in rows))
+    sizes = _manifest_sizes(sweep)
+    entries, missing = [], []
+    for r in rows:
+        if num(r, "cores") != top or str(r.get("hardware")) != hosts[0]:
+            continue
+        model = str(r.get("model"))
+        size = num(r, "size") or num(r, "problem_size") or sizes.get(model)
+        if size is None:
+            size = plots.split_size(model)[1]
+        doc = sweep.schedule(r.get("point_id"))
+        if size is None or doc is None:
+            missing.append(model_label(model))
+            continue
+        entries.append(plots.nest_decisions(with_nest_data(sweep, doc), model, size, _int(top)))
+    if missing and not entries:
+        raise PlotDataError(
+            "Table 4: needs a schedule and a problem size per model (a size column, a 'size'"
+            " in the manifest's models, or a name ending in the size such as softmax_4096);"
+            f" missing for {', '.join(sorted(set(missing)))}"
+        )
+    return plots.offloaded_nests_table(entries)
+
+
+def _manifest_sizes(sweep: Sweep) -> dict[str, float]:
+    out = {}
+    for m in sweep.manifest.get("models", []) or []:
+        if isinstance(m, Mapping) and num(m, "size") is not None:
+            out[str(m.get("path"))] = num(m, "size") or 0.0
+    return out
+
+
+def _int(x: float | None) -> int | None:
+    return None if x is None else int(x)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "figure"
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def summary_rows(sweep: Sweep) -> list[list[str]]:
+    """Per model and hardware: points, solved, verified, best speed-up and where, solve times."""
+    params = plots.swept_params(sweep.rows)
+    out = [["model", "hardware", "points", "solved", "verified", "best speed-up", "at",
+            "median solve (s)", "max gap"]]  # fmt: skip
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in sweep.rows:
+        groups.setdefault((str(r.get("model")), str(r.get("hardware"))), []).append(r)
+    for (m, hw), rs in groups.items():
+        solved = _solved(rs)
+        verified = sum(1 for r in rs if str(r.get("verified")).lower() in ("true", "1", "yes"))
+        best = max(solved, key=lambda r: num(r, "speedup") or 0.0) if solved else None
+        times = [t for r in rs if (t := num(r, "solve_seconds")) is not None]
+        gaps = [g for r in rs if (g := num(r, "gap")) is not None]
+        out.append([
+            model_label(m), hw, str(len(rs)), str(len(solved)), str(verified),
+            f"{num(best, 'speedup'):.2f}x" if best else "-",
+            ", ".join(f"{p}={best.get(p)}" for p in params) if best else "-",
+            f"{statistics.median(times):.3g}" if times else "-",
+            f"{max(gaps) * 100:.3g}%" if gaps else "-",
+        ])  # fmt: skip
+    return out
+
+
+def points_rows(sweep: Sweep) -> list[list[str]]:
+    return [list(sweep.columns)] + [[_cell(r.get(c)) for c in sweep.columns] for r in sweep.rows]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, str):
+        try:
+            f = float(value)
+        except ValueError:
+            return value
+        return value if f.is_integer() or not math.isfinite(f) else f"{f:.4g}"
+    return str(value)
+
+
+# --------------------------------------------------------------------------- pages
+
+
+@dataclass
+class Report:
+    path: Path
+    fmt: str
+    figures: list[FigureOutcome]
+
+
+def write_report(
+    sweep_dir: str | Path, output: str | Path | None = None, fmt: str | None = None
+) -> Report:
+    """Render the figures and write the page (format from ``fmt`` or the output's suffix)."""
+    sweep = load_sweep(sweep_dir)
+    out, fmt = _output(sweep, output, fmt)
+    figures = render_figures(sweep)
+    table4: list[list[str]] | None = None
+    table4_note = None
+    if sweep.target == "pim":
+        try:
+            table4 = offload_table(sweep).rows()
+        except PlotDataError as exc:
+            table4_note = str(exc)
+    page = (_html if fmt == "html" else _markdown)(sweep, figures, out, table4, table4_note)
+    _write_text_atomic(out, page)
+    return Report(out, fmt, figures)
+
+
+def _output(sweep: Sweep, output: str | Path | None, fmt: str | None) -> tuple[Path, str]:
+    if fmt is not None and fmt not in FORMATS:
+        raise PlacementError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if output is None:
+        fmt = fmt or "html"
+        return sweep.path / f"report.{fmt}", fmt
+    out = Path(output)
+    by_suffix = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}
+    guessed = by_suffix.get(out.suffix.lower())
+    if fmt is None:
+        if guessed is None:
+            raise PlacementError(f"{out}: cannot tell the format from the suffix; use --format")
+        fmt = guessed
+    elif guessed is not None and guessed != fmt:
+        raise PlacementError(f"{out}: suffix says {guessed}, --format says {fmt}")
+    parent = out.parent if str(out.parent) else Path(".")
+    if out.is_dir():
+        raise PlacementError(f"{out}: is a directory")
+    if not parent.is_dir():
+        raise PlacementError(f"{out}: directory {parent} does not exist")
+    return out, fmt
+
+
+def _manifest_lines(sweep: Sweep) -> list[tuple[str, str]]:
+    m = sweep.manifest
+    models = [model_label(x.get("path") if isinstance(x, Mapping) else x)
+              for x in m.get("models", []) or []]  # fmt: skip
+    grid = m.get("grid") or {}
+    items = [
+        ("target", sweep.target),
+        ("models", ", ".join(models) or ", ".join(model_label(x) for x in _models(sweep))),
+        ("hardware", ", ".join(map(str, m.get("hardware", []) or []))),
+        ("grid", "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in grid.items())
+         if isinstance(grid, Mapping) else str(grid)),
+        ("solver", json.dumps(m.get("solver")) if m.get("solver") is not None else ""),
+        ("created", str(m.get("created", ""))),
+        ("points", str(len(sweep.rows))),
+    ]  # fmt: skip
+    return [(k, v) for k, v in items if v]
+
+
+def _rel(path: Path, page: Path) -> str:
+    return Path(os.path.relpath(path.resolve(), page.resolve().parent)).as_posix()
+
+
+def _html(
+    sweep: Sweep,
+    figures: Sequence[FigureOutcome],
+    out: Path,
+    table4: list[list[str]] | None,
+    table4_note: str | None,
+) -> str:
+    e = html.escape
+    title = f"Sweep report: {sweep.path.name} ({sweep.target.upper()})"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{e(title)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;font-size:0.85em;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+        "th{background:#eee}td:first-child,th:first-child{text-align:left}"
+        "figure{margin:1.5em 0}img{max-width:100%}.skip{color:#a00}</style>",
+        "</head><body>",
+        f"<h1>{e(title)}</h1>",
+        "<dl>",
+        *(f"<dt><b>{e(k)}</b></dt><dd>{e(v)}</dd>" for k, v in _manifest_lines(sweep)),
+        "</dl>",
+        "<h2>Summary per model and hardware</h2>",
+        _html_table(summary_rows(sweep)),
+        "<h2>Figures</h2>",
+    ]
+    for f in figures:
+        if f.skipped:
+            parts.append(f'<p class="skip">Not drawn: {e(f.title)} &mdash; {e(f.skipped)}</p>')
+            continue
+        png = next((p for p in f.files if p.suffix == ".png"), None)
+        svg = next((p for p in f.files if p.suffix == ".svg"), None)
+        parts.append(f'<figure id="{e(f.name)}">')
+        if png is not None:  # embedded: the page stays readable when moved on its own
+            data = base64.b64encode(png.read_bytes()).decode("ascii")
+            parts.append(
+                f'<img src="data:image/png;base64,{data}" alt="{e(f.title)}"'
+                f' data-file="{e(_rel(png, out))}">'
+            )
+        links = " | ".join(f'<a href="{e(_rel(p, out))}">{e(p.name)}</a>' for p in (png, svg) if p)
+        parts.append(f"<figcaption>{e(f.title)} ({links})</figcaption></figure>")
+    if sweep.target == "pim":
+        parts.append("<h2>Offloaded loop nests per operator (Table 4)</h2>")
+        parts.append(
+            _html_table(table4) if table4 else f'<p class="skip">{e(table4_note or "")}</p>'
+        )
+    parts += ["<h2>All points</h2>", _html_table(points_rows(sweep)), "</body></html>", ""]
+    return "\n".join(parts)
+
+
+def _html_table(rows: Sequence[Sequence[str]]) -> str:
+    e = html.escape
+    head = "".join(f"<th>{e(c)}</th>" for c in rows[0])
+    body = "\n".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
+    return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
+
+
+def _markdown(
+    sweep: Sweep,
+    figures: Sequence[FigureOutcome],
+    out: Path,
+    table4: list[list[str]] | None,
+    table4_note: str | None,
+) -> str:
+    lines = [f"# Sweep report: {sweep.path.name} ({sweep.target.upper()})", ""]
+    lines += [f"- **{k}**: {v}" for k, v in _manifest_lines(sweep)]
+    lines += ["", "## Summary per model and hardware", "", *_md_table(summary_rows(sweep))]
+    lines += ["", "## Figures", ""]
+    for f in figures:
+        if f.skipped:
+            lines += [f"*Not drawn: {f.title} — {f.skipped}*", ""]
+            continue
+        png = next((p for p in f.files if p.suffix == ".png"), None)
+        svg = next((p for p in f.files if p.suffix == ".svg"), None)
+        if png is not None:
+            lines.append(f"![{f.title}]({_rel(png, out)})")
+        link = f" ([SVG]({_rel(svg, out)}))" if svg is not None else ""
+        lines += ["", f"*{f.title}*{link}", ""]
+    if sweep.target == "pim":
+        lines += ["## Offloaded loop nests per operator (Table 4)", ""]
+        lines += _md_table(table4) if table4 else [f"*{table4_note}*"]
+        lines.append("")
+    lines += ["## All points", "", *_md_table(points_rows(sweep)), ""]
+    return "\n".join(lines)
+
+
+def _md_table(rows: Sequence[Sequence[str]]) -> list[str]:
+    def esc(c: str) -> str:
+        return c.replace("|", "\\|").replace("\n", " ")
+
+    out = ["| " + " | ".join(esc(c) for c in rows[0]) + " |"]
+    out.append("|" + "---|" * len(rows[0]))
+    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows[1:]]
+    return out
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.", dir=path.parent if str(path.parent) else "."
+    )
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
