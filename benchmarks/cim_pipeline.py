@@ -22,11 +22,11 @@ import sys
 import time
 from pathlib import Path
 
-from placement.cim.from_graph import cim_instance
-from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.instance import CimEdge, CimInstance, CimOperator, cim_instance
 from placement.cim.solve import solve_cim
 from placement.graph import load_graph
-from placement.hardware.cim import default_preset_for, load_hardware
+from placement.hardware.base import default_preset_for
+from placement.hardware.cim import load_hardware
 from placement.profiling.ort.measure import plain_inference_seconds, profile_model
 
 ROOT = Path(__file__).resolve().parent.parent

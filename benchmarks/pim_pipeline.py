@@ -7,7 +7,7 @@ lowers it with torch-mlir (``lower_onnx``), times every loop nest in the MLIR JI
 PIM core count (default 32/64/128):
 
 * ``rule``: the paper's threshold rule per loop nest; ``op-rule``: the same rule per ONNX
-  operator (``placement.pim.rules_operator``, Table 5's baseline). This VM exposes no Table 1
+  operator (``placement.pim.rules``, Table 5's baseline). This VM exposes no Table 1
   counters, so both run with ``allow_estimates`` -- C3 uses fetch_bytes / T_cpu and C4 is
   never evaluated. Columns derived that way are marked ``*``.
 * ``model``: the Eq.-9-optimal placement (HiGHS), per loop nest and per operator, under
@@ -84,7 +84,7 @@ def run_one(name: str, n: int, runs: int, warmup: int, cores: list[int], workdir
     from placement.models.pim import PimInstance, solve_pim
     from placement.networks.workloads import WORKLOADS
     from placement.pim.pipeline import profile_nests, solve_pim_for_cores
-    from placement.pim.rules_operator import operator_rule_placement
+    from placement.pim.rules import operator_rule_placement
     from placement.pim.verify import evaluate_placement
     from placement.profiling.mlir.lower import lower_onnx
 

@@ -66,8 +66,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from placement.errors import PlacementError
-from placement.onnx_names import node_names
-from placement.onnxfile import NONDETERMINISTIC_OPS, file_sha256, read_onnx
+from placement.io import file_sha256
+from placement.onnxfile import NONDETERMINISTIC_OPS, node_names, read_onnx
 
 # ---------------------------------------------------------------------------
 # Public data types

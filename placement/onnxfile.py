@@ -1,8 +1,15 @@
-"""Reading ONNX files with one-line errors, and the model hash that ties profiles to models."""
+"""ONNX files: reading them with one-line errors, and the names of their nodes.
+
+Node names: ONNX allows empty and duplicate node names. Every stage (ingestion,
+profiling, profile files, results) keys operators by the name :func:`node_names`
+gives: the node's own name when it is non-empty and unique, otherwise
+``<OpType>_<index>`` (the index in ``graph.node``), the same scheme ONNX Runtime uses
+for unnamed nodes. Later clashes get a ``__<index>`` suffix.
+"""
 
 from __future__ import annotations
 
-import hashlib
+from collections import Counter
 from pathlib import Path
 
 import onnx
@@ -16,15 +23,6 @@ NONDETERMINISTIC_OPS = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike"}
     | {"Multinomial", "Bernoulli"}
 )
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hash of the file's bytes: a profile is valid only for the exact file it was measured on."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def read_onnx(path: str | Path) -> onnx.ModelProto:
@@ -48,3 +46,17 @@ def read_onnx(path: str | Path) -> onnx.ModelProto:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def node_names(graph: onnx.GraphProto) -> list[str]:
+    """Return one unique name per node of ``graph``, in ``graph.node`` order."""
+    counts = Counter(node.name for node in graph.node if node.name)
+    names: list[str] = []
+    taken: set[str] = set()
+    for index, node in enumerate(graph.node):
+        name = node.name if node.name and counts[node.name] == 1 else f"{node.op_type}_{index}"
+        if name in taken:
+            name = f"{name}__{index}"
+        taken.add(name)
+        names.append(name)
+    return names

@@ -5,7 +5,7 @@ import pytest
 from onnx import helper
 from onnx_builders import const, conv_model, model, result, save, tensor
 
-from placement.cim.from_graph import cim_instance
+from placement.cim.instance import cim_instance
 from placement.errors import PlacementError
 from placement.graph import load_graph
 from placement.hardware.cim import load_hardware, with_overrides

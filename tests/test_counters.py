@@ -10,13 +10,13 @@ from onnx import helper
 from onnx_builders import model, save, tensor
 
 from placement.errors import PlacementError
-from placement.pim.rules import TABLE1_EVENTS
 from placement.profiling.counters import (
     ICELAKE_TABLE1,
     PERF_COUNT_SW_PAGE_FAULTS,
     PERF_COUNT_SW_TASK_CLOCK,
     PERF_TYPE_RAW,
     PERF_TYPE_SOFTWARE,
+    TABLE1_EVENTS,
     CountersUnavailable,
     PerfEvent,
     PerfGroup,

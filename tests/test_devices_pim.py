@@ -18,7 +18,7 @@ from placement.devices.pim import (
     t_pim_min,
 )
 from placement.errors import PlacementError
-from placement.hardware.cim import preset_names
+from placement.hardware.base import preset_names
 from placement.hardware.pim import PimSpec, load_pim_hardware, pim_preset_names, with_pim_overrides
 from placement.nests import LoopNest
 

@@ -25,7 +25,7 @@ from onnx_builders import (
 
 from placement.errors import PlacementError
 from placement.graph import CimMapping, OpGraph, load_graph
-from placement.onnxfile import file_sha256
+from placement.io import file_sha256
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FP32 = EXAMPLES / "resnet_tiny.onnx"

@@ -3,7 +3,8 @@
 import pytest
 
 from placement.errors import PlacementError
-from placement.hardware.cim import default_preset_for, load_hardware, preset_names, with_overrides
+from placement.hardware.base import default_preset_for, preset_names
+from placement.hardware.cim import load_hardware, with_overrides
 
 
 def test_paper_presets():

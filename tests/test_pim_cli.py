@@ -12,7 +12,7 @@ from onnx import helper
 from onnx_builders import model, save, tensor
 
 from placement.cli import main
-from placement.pim.rules import TABLE1_EVENTS
+from placement.profiling.counters import TABLE1_EVENTS
 
 pytest.importorskip("torch_mlir")
 

@@ -42,7 +42,7 @@ def cim_sweep_points(
     model: Path = INT8, hosts=HOSTS, crossbars=CROSSBARS, t_mvm=T_MVM
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], list[tuple[str, str, float]]]:
     """Rows, schedules by point id, and the last instance's edges of a real CIM sweep."""
-    from placement.cim.from_graph import cim_instance
+    from placement.cim.instance import cim_instance
     from placement.cim.solve import solve_cim
     from placement.graph import load_graph
     from placement.hardware.cim import load_hardware, with_overrides

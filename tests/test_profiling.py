@@ -13,8 +13,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from placement.errors import PlacementError
-from placement.onnx_names import node_names
-from placement.onnxfile import file_sha256
+from placement.io import file_sha256
+from placement.onnxfile import node_names
 from placement.profiling.host_profile import HostProfile
 from placement.profiling.ort import measure as ort_profiling
 from placement.profiling.ort.measure import attribute, plain_inference_seconds, profile_model

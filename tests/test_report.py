@@ -12,7 +12,7 @@ import pytest
 from test_plots import INT8, cim_sweep_points, pim_profile, pim_sweep_points, write_sweep
 
 from placement.cli import main
-from placement.onnxfile import file_sha256
+from placement.io import file_sha256
 
 FAST = ["--runs", "3", "--warmup", "1", "-q"]
 

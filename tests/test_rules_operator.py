@@ -6,10 +6,10 @@ from pim_oracles import nest, operand
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.models.pim import PimInstance
-from placement.pim.rules import apply_rule
-from placement.pim.rules_operator import (
+from placement.pim.rules import (
     aggregate_region,
     apply_operator_rule,
+    apply_rule,
     operator_regions,
     operator_rule_placement,
 )

@@ -314,7 +314,7 @@ def grid_instances(
     net: BenchNetwork, hardware: str, grid: str
 ) -> Iterable[tuple[int, float, CimInstance | PlacementError]]:
     """(crossbars, t_mvm_ns, instance or the error building it) per grid point."""
-    from placement.cim.from_graph import cim_instance
+    from placement.cim.instance import cim_instance
     from placement.hardware.cim import load_hardware, with_overrides
 
     base = load_hardware(hardware)

@@ -206,7 +206,8 @@ def _cmd_nests(args: argparse.Namespace) -> int:
 
 
 def _cmd_presets(args: argparse.Namespace) -> int:
-    from placement.hardware.cim import default_preset_for, load_hardware, preset_names
+    from placement.hardware.base import default_preset_for, preset_names
+    from placement.hardware.cim import load_hardware
 
     default = default_preset_for()
     for name in preset_names():
@@ -227,7 +228,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
-    from placement.cim.from_graph import cim_instance
+    from placement.cim.instance import cim_instance
     from placement.cim.report import result_document, summary_lines
     from placement.cim.solve import solve_cim
     from placement.graph import load_graph
@@ -353,7 +354,8 @@ def _solve_with_other_solver(instance, args: argparse.Namespace, solver: str):
 
 
 def _hardware(args: argparse.Namespace, profiled_machine: str | None):
-    from placement.hardware.cim import default_preset_for, load_hardware, with_overrides
+    from placement.hardware.base import default_preset_for
+    from placement.hardware.cim import load_hardware, with_overrides
 
     if args.hardware:
         hw = load_hardware(args.hardware)

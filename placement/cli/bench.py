@@ -132,7 +132,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     import pyomo.environ as pyo
 
     from placement.bench.export import FORMATS, write_model
-    from placement.cim.from_graph import cim_instance
+    from placement.cim.instance import cim_instance
     from placement.cli import _check_override_flags, _hardware, _info, _measure
     from placement.graph import load_graph
     from placement.models.cim.build import build_cim_model, formulation_families

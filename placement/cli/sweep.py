@@ -174,7 +174,7 @@ def grid_from_args(args: argparse.Namespace) -> Any:
         if not all(hardware):
             raise PlacementError(f"--hardware {args.hardware!r}: an empty name in the list")
     elif target == "cim":
-        from placement.hardware.cim import default_preset_for
+        from placement.hardware.base import default_preset_for
 
         hardware = [default_preset_for()]
     else:

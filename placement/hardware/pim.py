@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
-from placement.hardware.cim import (
+from placement.hardware.base import (
     HostSpec,
     parse_hardware_tables,
     preset_names,
@@ -61,7 +61,7 @@ from placement.hardware.cim import (
 )
 
 # File key -> (PimSpec field, factor to SI, must be a whole number)
-_PIM_KEYS: dict[str, tuple[str, float, bool]] = {
+PIM_KEYS: dict[str, tuple[str, float, bool]] = {
     "cores": ("cores", 1.0, True),
     "clock_ghz": ("clock", 1e9, False),
     "issue_width": ("issue_width", 1.0, True),
@@ -99,7 +99,7 @@ CHEAP_MATH_OPS = frozenset(
         "math.isnan", "math.isinf", "math.isfinite", "math.isnormal",
     }
 )  # fmt: skip
-_FIELD_KEY = {field: key for key, (field, _, _) in _PIM_KEYS.items()}
+_FIELD_KEY = {field: key for key, (field, _, _) in PIM_KEYS.items()}
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class PimSpec:
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             key = _FIELD_KEY[field.name]
-            _, scale, integral = _PIM_KEYS[key]
+            _, scale, integral = PIM_KEYS[key]
             _check_value(getattr(self, field.name), key, integral, "PimSpec", scale)
         _check_relations(self, "PimSpec")
 
@@ -156,7 +156,7 @@ class PimSpec:
     def to_file_units(self) -> dict[str, float | int]:
         return {
             key: (getattr(self, field) if integral else getattr(self, field) / scale)
-            for key, (field, scale, integral) in _PIM_KEYS.items()
+            for key, (field, scale, integral) in PIM_KEYS.items()
         }
 
 
@@ -224,9 +224,9 @@ def _parse(text: str, source: str, seen: tuple[str, ...]) -> PimHardware:
 
 
 def _pim_from_table(table: dict[str, Any], source: str) -> PimSpec:
-    reject_unknown_keys(table, set(_PIM_KEYS), source, "pim.")
+    reject_unknown_keys(table, set(PIM_KEYS), source, "pim.")
     fields: dict[str, Any] = {}
-    for key, (field, scale, integral) in _PIM_KEYS.items():
+    for key, (field, scale, integral) in PIM_KEYS.items():
         if key not in table:
             if key in _OPTIONAL_KEYS:
                 continue

@@ -15,8 +15,6 @@ rather than measured carry ``"estimated": true`` next to the value.
 from __future__ import annotations
 
 import math
-import platform
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -27,9 +25,9 @@ from typing import Any, TextIO
 from placement.devices.pim import HybridTime, speedup
 from placement.errors import PlacementError
 from placement.hardware.pim import PimHardware, PimSpec
+from placement.io import file_sha256
 from placement.models.pim import PimInstance, PimPlacement, solve_pim
 from placement.nests import LoopNest
-from placement.onnxfile import file_sha256
 from placement.pim.rules import (
     BACKEND_EVENTS,
     EV_BOUND_ON_STORES,
@@ -38,6 +36,7 @@ from placement.pim.rules import (
     rule_placement,
 )
 from placement.pim.verify import check_mode, evaluate_placement
+from placement.profiling.host import host_description
 from placement.profiling.nest_profile import FILE, MEASURED, UNAVAILABLE, NestProfile
 
 RESULT_FORMAT = "placement-pim-result"
@@ -121,8 +120,6 @@ def profile_nests(
         except CountersUnavailable as exc:
             source = f"{UNAVAILABLE}: {exc.reason}"
 
-    from placement.profiling.ort.measure import _cpu_model
-
     metadata: dict[str, Any] = {
         "torch_mlir_version": _package_version("torch-mlir"),
         "placement_version": _package_version("placement"),
@@ -131,10 +128,7 @@ def profile_nests(
         "seed": seed,
         "statistic": "median over runs per nest; a nest accumulates over its invocations",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "cpu": _cpu_model(),
-        "machine": platform.machine(),
-        "system": platform.system(),
-        "python": sys.version.split()[0],
+        **host_description(),
         "marker_pair_ns": timing.metadata.get("marker_pair_ns"),
         "marker_in_nest_ns": timing.metadata.get("marker_in_nest_ns"),
         "program_seconds": timing.total_seconds,

@@ -785,13 +785,13 @@ def pim_gantt(
 
 def _pim_spec(hardware: Any) -> Any:
     """PimSpec from a document's ``hardware`` (file units); the preset default without one."""
-    from placement.hardware.pim import _PIM_KEYS, PimSpec
+    from placement.hardware.pim import PIM_KEYS, PimSpec
 
     values = hardware.get("pim") if isinstance(hardware, Mapping) else None
     if not isinstance(values, Mapping):
         return PimSpec()
     kwargs = {}
-    for key, (fld, factor, integral) in _PIM_KEYS.items():
+    for key, (fld, factor, integral) in PIM_KEYS.items():
         if key in values:
             kwargs[fld] = int(values[key]) if integral else float(values[key]) * factor
     try:

@@ -56,17 +56,18 @@ from typing import TYPE_CHECKING, Any
 
 from placement.errors import PlacementError
 from placement.io import parse_json, read_text_file
-from placement.pim.rules import (
-    EV_1_PORTS_UTIL,
-    EV_2_PORTS_UTIL,
-    EV_BOUND_ON_STORES,
-    EV_OFFCORE_RD,
-    EV_STALLS_TOTAL,
-    TABLE1_EVENTS,
-)
 
 if TYPE_CHECKING:
     from placement.profiling.mlir.lower import LoweredProgram
+
+# Table 1 events (lower case; PAPI's "component::" prefixes are stripped on lookup)
+EV_OFFCORE_RD = "offcore_requests.all_data_rd"  # n_rd
+EV_BOUND_ON_STORES = "exe_activity.bound_on_stores"  # c_store
+EV_STALLS_TOTAL = "cycle_activity.stalls_total"
+EV_1_PORTS_UTIL = "exe_activity.1_ports_util"
+EV_2_PORTS_UTIL = "exe_activity.2_ports_util"
+BACKEND_EVENTS = (EV_STALLS_TOTAL, EV_1_PORTS_UTIL, EV_2_PORTS_UTIL)
+TABLE1_EVENTS = (EV_OFFCORE_RD, EV_BOUND_ON_STORES, *BACKEND_EVENTS)
 
 PERF_TYPE_HARDWARE = 0
 PERF_TYPE_SOFTWARE = 1

@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
-from placement.io import read_json_file, write_json_atomic
-from placement.profiling.profile_format import (
+from placement.io import (
     check_header,
     check_model_fields,
     check_model_match,
     is_nonnegative_number,
+    read_json_file,
+    write_json_atomic,
 )
 
 FORMAT_NAME = "placement-host-profile"

@@ -32,16 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
-from placement.io import read_json_file, write_json_atomic
-from placement.nests import LoopNest
-from placement.pim.rules import TABLE1_EVENTS
-from placement.profiling.counters import event_key
-from placement.profiling.profile_format import (
+from placement.io import (
     check_header,
     check_model_fields,
     check_model_match,
     is_nonnegative_number,
+    read_json_file,
+    write_json_atomic,
 )
+from placement.nests import LoopNest
+from placement.profiling.counters import TABLE1_EVENTS, event_key
 
 FORMAT_NAME = "placement-nest-profile"
 FORMAT_VERSION = 1

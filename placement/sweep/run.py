@@ -114,13 +114,13 @@ Number = int | float
 def known_keys(target: str) -> list[str]:
     """The keys a grid may sweep for ``target``, in file units."""
     if target == "cim":
-        from placement.hardware.cim import _CIM_KEYS
+        from placement.hardware.cim import CIM_KEYS
 
-        return [*_CIM_KEYS, CROSSBAR_SIZE]
+        return [*CIM_KEYS, CROSSBAR_SIZE]
     if target == "pim":
-        from placement.hardware.pim import _PIM_KEYS
+        from placement.hardware.pim import PIM_KEYS
 
-        return list(_PIM_KEYS)
+        return list(PIM_KEYS)
     raise PlacementError(f"unknown target {target!r} (expected one of {', '.join(TARGETS)})")
 
 
@@ -128,12 +128,12 @@ def _is_integral(target: str, key: str) -> bool:
     if key == CROSSBAR_SIZE:
         return True
     if target == "cim":
-        from placement.hardware.cim import _CIM_KEYS
+        from placement.hardware.cim import CIM_KEYS
 
-        return _CIM_KEYS[key][2]
-    from placement.hardware.pim import _PIM_KEYS
+        return CIM_KEYS[key][2]
+    from placement.hardware.pim import PIM_KEYS
 
-    return _PIM_KEYS[key][2]
+    return PIM_KEYS[key][2]
 
 
 def check_key(target: str, key: str) -> str:
@@ -401,7 +401,7 @@ def build_task(point: Point, model: ModelInput, hw: Any, options: SolverOptions)
     }
     try:
         if point.target == "cim":
-            from placement.cim.from_graph import cim_instance
+            from placement.cim.instance import cim_instance
 
             instance = cim_instance(model.graph, model.profile.latencies, hw.cim)
         else:

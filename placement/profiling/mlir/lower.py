@@ -37,8 +37,7 @@ from onnx import numpy_helper
 
 from placement.errors import PlacementError
 from placement.nests import LoopNest, NestOperand
-from placement.onnx_names import node_names
-from placement.onnxfile import read_onnx
+from placement.onnxfile import node_names, read_onnx
 
 try:  # torch-mlir is heavy; import errors surface as a PlacementError on first use
     from torch_mlir import ir

@@ -84,10 +84,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import re
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -101,8 +99,9 @@ import onnx
 import onnxruntime as ort
 
 from placement.errors import PlacementError
-from placement.onnx_names import node_names
-from placement.onnxfile import NONDETERMINISTIC_OPS, file_sha256, read_onnx
+from placement.io import file_sha256
+from placement.onnxfile import NONDETERMINISTIC_OPS, node_names, read_onnx
+from placement.profiling.host import host_description
 from placement.profiling.host_profile import HostProfile
 
 ATTRIBUTION_RULE_VERSION = "ort-groups/1"
@@ -949,18 +948,6 @@ def _constant_nodes(
 # --------------------------------------------------------------------------- metadata
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            info = fh.read()
-    except OSError:
-        info = ""
-    for key in ("model name", "Model", "Hardware", "cpu model", "Processor"):
-        match = re.search(rf"^{key}\s*:\s*(.+)$", info, flags=re.MULTILINE)
-        if match:
-            return match.group(1).strip()
-    return platform.processor() or platform.machine() or "unknown"
-
 
 def _metadata(
     *,
@@ -985,10 +972,7 @@ def _metadata(
         "warmup": warmup,
         "seed": seed,
         "statistic": "median over runs per node; kernel_total = sum of node medians",
-        "cpu": _cpu_model(),
-        "machine": platform.machine(),
-        "system": platform.system(),
-        "python": sys.version.split()[0],
+        **host_description(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "kernel_seconds": kernel_total,
         "median_run_kernel_seconds": statistics.median(run_totals),
