@@ -18,8 +18,16 @@ from matplotlib.patches import Rectangle
 
 from placement.errors import PlacementError
 from placement.nests import LoopNest, NestOperand
-from placement.plots import common as plots
-from placement.plots.common import PlotDataError
+from placement.plots.cim import device_share, speedup_per_network, speedup_vs_crossbars
+from placement.plots.common import PlotDataError, num, save_figure
+from placement.plots.gantt import cim_gantt, pim_gantt
+from placement.plots.pim import (
+    nest_decisions,
+    offloaded_nests_plot,
+    offloaded_nests_table,
+    pim_speedup_vs_cores,
+    split_size,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
@@ -200,7 +208,7 @@ def _legend_texts(legend) -> list[str]:
 
 def test_speedup_vs_crossbars_has_a_panel_per_host_and_a_line_per_latency(cim):
     rows, _, _ = cim
-    fig = plots.speedup_vs_crossbars(rows)
+    fig = speedup_vs_crossbars(rows)
     assert isinstance(fig, Figure)
     axes = fig.get_axes()
     assert [ax.get_title() for ax in axes] == list(HOSTS)
@@ -223,14 +231,14 @@ def test_speedup_vs_crossbars_has_a_panel_per_host_and_a_line_per_latency(cim):
 def test_speedup_vs_crossbars_splits_lines_by_another_swept_parameter(cim):
     rows, _, _ = cim
     more = [dict(r, bus_gbps=10) for r in rows] + [dict(r, bus_gbps=20) for r in rows]
-    labels = sorted(_lines(plots.speedup_vs_crossbars(more).get_axes()[0]))
+    labels = sorted(_lines(speedup_vs_crossbars(more).get_axes()[0]))
     assert labels == sorted(f"MVM {t:g} ns (bus_gbps={b})" for t in T_MVM for b in (10, 20))
 
 
 def test_speedup_per_network_bars_per_crossbar_count(cim):
     rows, _, _ = cim
     other = [dict(r, model="other_net.onnx", speedup=r["speedup"] * 0.5) for r in rows]
-    fig = plots.speedup_per_network(rows + other, 50)
+    fig = speedup_per_network(rows + other, 50)
     axes = fig.get_axes()
     assert len(axes) == len(HOSTS)
     for ax, host in zip(axes, HOSTS, strict=True):
@@ -246,12 +254,12 @@ def test_speedup_per_network_bars_per_crossbar_count(cim):
     assert _legend_texts(fig.legends[0]) == [f"{c:g}" for c in CROSSBARS]
     assert "50 ns" in fig.get_suptitle()
     with pytest.raises(PlotDataError, match="no points at t_mvm_ns = 77"):
-        plots.speedup_per_network(rows, 77)
+        speedup_per_network(rows, 77)
 
 
 def test_device_share_stacks_host_and_cim_with_operator_counts(cim):
     rows, docs, _ = cim
-    fig = plots.device_share(rows)
+    fig = device_share(rows)
     axes = fig.get_axes()
     assert len(axes) == len(HOSTS)
     ax = axes[0]
@@ -270,7 +278,7 @@ def test_device_share_stacks_host_and_cim_with_operator_counts(cim):
     # the same figure from schedules alone
     items = [{"schedule": docs[r["point_id"]], "model": r["model"], "hardware": r["hardware"],
               "label": f"C={r['crossbars']}"} for r in mine]  # fmt: skip
-    fig2 = plots.device_share(items)
+    fig2 = device_share(items)
     assert len(fig2.get_axes()[0].containers[0]) == len(mine)
 
 
@@ -278,13 +286,13 @@ def test_missing_columns_are_named_not_crashed_on(cim):
     rows, _, _ = cim
     bare = [{k: v for k, v in r.items() if k not in ("t_mvm_ns", "host_busy_s")} for r in rows]
     with pytest.raises(PlotDataError, match="t_mvm_ns"):
-        plots.speedup_vs_crossbars(bare)
+        speedup_vs_crossbars(bare)
     with pytest.raises(PlotDataError, match="host_busy_s"):
-        plots.device_share(bare)
+        device_share(bare)
     with pytest.raises(PlotDataError, match="no sweep points"):
-        plots.pim_speedup_vs_cores([])
+        pim_speedup_vs_cores([])
     csv_like = [{k: ("" if v is None else str(v)) for k, v in r.items()} for r in rows]
-    assert len(plots.speedup_vs_crossbars(csv_like).get_axes()) == len(HOSTS)  # strings parse
+    assert len(speedup_vs_crossbars(csv_like).get_axes()) == len(HOSTS)  # strings parse
 
 
 # --------------------------------------------------------------------------- Gantt charts
@@ -294,7 +302,7 @@ def test_cim_gantt_one_box_per_operator_cim_sub_lanes_and_transfers(cim):
     rows, docs, edges = cim
     best = max(rows, key=lambda r: r["speedup"])
     doc = docs[best["point_id"]]
-    fig = plots.cim_gantt(doc, edges)
+    fig = cim_gantt(doc, edges)
     ax = fig.get_axes()[0]
     ops = doc["schedule"]["operators"]
     boxes = {p.get_gid(): p for p in ax.patches if p.get_gid() in ops}
@@ -321,12 +329,12 @@ def test_cim_gantt_one_box_per_operator_cim_sub_lanes_and_transfers(cim):
     assert any(lab.startswith("CIM") for lab in labels)
     assert ax.get_xlabel() == "time (µs)"
     assert "makespan" in ax.get_title() and "CPU-only" in ax.get_title()
-    assert len(plots.cim_gantt(doc).get_axes()[0].patches) == len(ops)  # no edges: no transfers
+    assert len(cim_gantt(doc).get_axes()[0].patches) == len(ops)  # no edges: no transfers
 
 
 def test_cim_gantt_needs_a_schedule():
     with pytest.raises(PlotDataError, match="no schedule"):
-        plots.cim_gantt({"schedule": None, "makespan": None})
+        cim_gantt({"schedule": None, "makespan": None})
 
 
 def test_pim_gantt_sequential_nests_switches_and_total(pim):
@@ -335,7 +343,7 @@ def test_pim_gantt_sequential_nests_switches_and_total(pim):
     doc = docs[row["point_id"]]
     decisions = doc["results"][0]["model"]["decisions"]
     assert "pim" in decisions.values() and "host" in decisions.values()
-    fig = plots.pim_gantt(doc)
+    fig = pim_gantt(doc)
     ax = fig.get_axes()[0]
     boxes = {p.get_gid(): p for p in ax.patches if p.get_gid() in decisions}
     assert set(boxes) == set(decisions)
@@ -364,7 +372,35 @@ def test_pim_gantt_of_a_bare_placement_says_why(pim):
     rows, docs = pim
     bare = docs[rows[0]["point_id"]]["results"][0]["model"]
     with pytest.raises(PlotDataError, match="no per-nest data"):
-        plots.pim_gantt(bare)
+        pim_gantt(bare)
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"cores": "many"}, "'pim.cores' must be a number, got 'many'"),
+        ({"sigma": 2.0}, "'pim.sigma' is a fraction"),
+        ({"t_sw_us": -1.0}, "'pim.t_sw_us' must be positive"),
+        ({"cores": 32.5}, "'pim.cores' must be a whole number"),
+        ({"t_sw_ms": 2.0}, "unknown key 'pim.t_sw_ms'"),
+        ({"clock_ghz": None}, "missing key 'pim.clock_ghz'"),
+    ],
+)
+def test_pim_gantt_rejects_an_invalid_hardware_table_in_one_line(pim, change, fragment):
+    rows, docs = pim
+    doc = json.loads(json.dumps(docs[rows[0]["point_id"]]))  # a deep copy
+    table = doc["hardware"]["pim"]
+    for key, value in change.items():
+        if value is None:
+            del table[key]
+        else:
+            table[key] = value
+    with pytest.raises(PlacementError) as info:
+        pim_gantt(doc)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("PIM Gantt chart: bad hardware in the document")
+    assert f"hardware {doc['hardware']['name']!r}: {fragment}" in message, message
 
 
 # --------------------------------------------------------------------------- PIM Fig. 3, Table 4
@@ -372,7 +408,7 @@ def test_pim_gantt_of_a_bare_placement_says_why(pim):
 
 def test_pim_speedup_vs_cores_one_line_per_workload(pim):
     rows, _ = pim
-    fig = plots.pim_speedup_vs_cores(rows)
+    fig = pim_speedup_vs_cores(rows)
     ax = fig.get_axes()[0]
     lines = _lines(ax)
     assert sorted(lines) == sorted(f"softmax_{s}" for s in SIZES)
@@ -387,22 +423,22 @@ def test_offloaded_nests_table_and_plot(pim):
     rows, docs = pim
     top = [r for r in rows if r["cores"] == max(CORES)]
     entries = [
-        plots.nest_decisions(docs[r["point_id"]], r["model"], plots.split_size(r["model"])[1])
+        nest_decisions(docs[r["point_id"]], r["model"], split_size(r["model"])[1])
         for r in top
     ]
-    table = plots.offloaded_nests_table(entries)
+    table = offloaded_nests_table(entries)
     assert table.operators == ["Add", "Softmax"]
     assert table.sizes == [float(s) for s in SIZES]
     assert table.nests == {"Add": 1, "Softmax": 3}
     for r in top:
         decisions = docs[r["point_id"]]["results"][0]["model"]["decisions"]
-        size = float(plots.split_size(r["model"])[1])
+        size = float(split_size(r["model"])[1])
         softmax = sum(decisions[n] == "pim" for n in ("n001", "n002", "n003"))
         assert table.offloaded["Softmax", size] == softmax
         assert table.offloaded["Add", size] == (decisions["n000"] == "pim")
     assert table.rows()[0] == ["operator", "nests", "N=1024", "N=4096", "N=16384"]
     assert sum(table.offloaded.values()) > 0
-    fig = plots.offloaded_nests_plot(table)
+    fig = offloaded_nests_plot(table)
     ax = fig.get_axes()[0]
     assert _legend_texts(ax.get_legend()) == ["Add (1 nest)", "Softmax (3 nests)"]
     assert len(ax.containers) == 2 and all(len(c) == len(SIZES) for c in ax.containers)
@@ -410,16 +446,16 @@ def test_offloaded_nests_table_and_plot(pim):
     assert heights == [table.offloaded["Softmax", float(s)] for s in SIZES]
     assert [t.get_text() for t in ax.texts][len(SIZES) :] == [f"{int(h)}/3" for h in heights]
     # the rule's decisions and bare placements (no nest metadata) also work
-    rule = plots.nest_decisions(docs[top[0]["point_id"]], top[0]["model"], 1024, source="rule")
+    rule = nest_decisions(docs[top[0]["point_id"]], top[0]["model"], 1024, source="rule")
     assert set(rule.op_types.values()) == {"Add", "Softmax"}
-    bare = plots.nest_decisions(docs[top[0]["point_id"]]["results"][0]["model"], "m", 1.0)
+    bare = nest_decisions(docs[top[0]["point_id"]]["results"][0]["model"], "m", 1.0)
     assert set(bare.op_types.values()) == {"(unknown)"}
 
 
 def test_split_size():
-    assert plots.split_size("dir/softmax_4096.onnx") == ("softmax", 4096.0)
-    assert plots.split_size("resnet18.onnx") == ("resnet", 18.0)
-    assert plots.split_size("model.onnx") == ("model", None)
+    assert split_size("dir/softmax_4096.onnx") == ("softmax", 4096.0)
+    assert split_size("resnet18.onnx") == ("resnet", 18.0)
+    assert split_size("model.onnx") == ("model", None)
 
 
 # --------------------------------------------------------------------------- saving
@@ -428,7 +464,7 @@ def test_split_size():
 @pytest.mark.parametrize("suffix", ["png", "svg"])
 def test_save_figure_writes_atomically(tmp_path, cim, suffix):
     rows, _, _ = cim
-    out = plots.save_figure(plots.speedup_vs_crossbars(rows), tmp_path / f"f.{suffix}")
+    out = save_figure(speedup_vs_crossbars(rows), tmp_path / f"f.{suffix}")
     data = out.read_bytes()
     assert data.startswith(b"\x89PNG" if suffix == "png" else b"<?xml")
     assert [p.name for p in tmp_path.iterdir()] == [f"f.{suffix}"]  # no temp file left
@@ -437,18 +473,18 @@ def test_save_figure_writes_atomically(tmp_path, cim, suffix):
 def test_save_figure_refuses_bad_paths(tmp_path):
     fig = Figure()
     with pytest.raises(PlacementError, match=r"\.png or \.svg"):
-        plots.save_figure(fig, tmp_path / "f.pdf")
+        save_figure(fig, tmp_path / "f.pdf")
     with pytest.raises(PlacementError, match="does not exist"):
-        plots.save_figure(fig, tmp_path / "nope" / "f.png")
+        save_figure(fig, tmp_path / "nope" / "f.png")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_numbers_from_rows():
-    assert plots.num({"a": "1.5"}, "a") == 1.5
-    assert plots.num({"a": ""}, "a") is None
-    assert plots.num({"a": "nan"}, "a") is None
-    assert plots.num({}, "a") is None
-    assert math.isclose(plots.num({"a": 2}, "a") or 0, 2.0)
+    assert num({"a": "1.5"}, "a") == 1.5
+    assert num({"a": ""}, "a") is None
+    assert num({"a": "nan"}, "a") is None
+    assert num({}, "a") is None
+    assert math.isclose(num({"a": 2}, "a") or 0, 2.0)
 
 
 def _flat(points: list[tuple[float, float]]) -> list[float]:

@@ -290,7 +290,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         write_json_atomic(args.json, doc, allow_nan=True)
         _info(args, f"wrote {args.json}")
     if args.plot and placement.schedule is not None:
-        from placement.plots.common import cim_gantt, save_figure
+        from placement.plots.common import save_figure
+        from placement.plots.gantt import cim_gantt
 
         edges = [(e.src, e.dst, e.t_transfer) for e in instance.edges]
         save_figure(cim_gantt(placement.to_json(), edges, title=graph.path), args.plot)

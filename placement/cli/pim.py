@@ -243,7 +243,8 @@ def cmd_solve_pim(args: argparse.Namespace) -> int:
         write_json_atomic(args.json, document)
         _info(args, f"wrote {args.json}")
     if getattr(args, "plot", None) and results[0].placement.on_pim is not None:
-        from placement.plots.common import pim_gantt, save_figure
+        from placement.plots.common import save_figure
+        from placement.plots.gantt import pim_gantt
 
         title = f"{Path(profile.model_path).name}, N_core={results[0].cores}"
         save_figure(pim_gantt(document, cores=results[0].cores, title=title), args.plot)

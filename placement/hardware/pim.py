@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,7 +204,7 @@ def with_pim_overrides(hw: PimHardware, **pim_values: float | int | None) -> Pim
     if not values:
         return hw
     raw = hw.pim.to_file_units() | values
-    return dataclasses.replace(hw, pim=_pim_from_table(raw, "command-line option"))
+    return dataclasses.replace(hw, pim=pim_spec_from_table(raw, "command-line option"))
 
 
 def _read_source(name_or_path: str) -> tuple[str, str]:
@@ -218,13 +219,20 @@ def _parse(text: str, source: str, seen: tuple[str, ...]) -> PimHardware:
         name=str(data.get("name") or Path(source).stem),
         description=str(data.get("description", "")),
         host=host,
-        pim=_pim_from_table(pim_table, source),
+        pim=pim_spec_from_table(pim_table, source),
         source=source,
     )
 
 
-def _pim_from_table(table: dict[str, Any], source: str) -> PimSpec:
-    reject_unknown_keys(table, set(PIM_KEYS), source, "pim.")
+def pim_spec_from_table(table: Mapping[str, Any], source: str) -> PimSpec:
+    """A validated PimSpec from a ``[pim]`` table in file units (``clock_ghz``, ``t_sw_us``
+    ...), as in a hardware file or the ``hardware.pim`` of a result document.
+
+    Every key of :data:`PIM_KEYS` is required except the later-added optional ones; an
+    unknown, missing or invalid key raises a one-line PlacementError starting with
+    ``source`` (a file path, or whatever names where the table came from).
+    """
+    reject_unknown_keys(dict(table), set(PIM_KEYS), source, "pim.")
     fields: dict[str, Any] = {}
     for key, (field, scale, integral) in PIM_KEYS.items():
         if key not in table:

@@ -2,7 +2,7 @@
 
 Reads the sweep directory contract (``manifest.json``, ``points.json`` or
 ``points.csv``, ``schedules/<point_id>.json``), renders every figure of
-:mod:`placement.plots.common` that the data allows into ``SWEEP_DIR/figures/`` (PNG and
+:mod:`placement.plots` that the data allows into ``SWEEP_DIR/figures/`` (PNG and
 SVG), and writes one page. A figure the data cannot support is listed on the page
 with the reason instead of failing the report; extra columns are carried along.
 The HTML page is self-contained (PNG images embedded, SVGs linked); the Markdown
@@ -28,8 +28,17 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from placement.errors import PlacementError
-from placement.plots import common as plots
-from placement.plots.common import PlotDataError, model_label, num
+from placement.plots.cim import device_share, speedup_per_network, speedup_vs_crossbars
+from placement.plots.common import PlotDataError, model_label, num, save_figure, swept_params
+from placement.plots.gantt import cim_gantt, pim_gantt
+from placement.plots.pim import (
+    OffloadTable,
+    nest_decisions,
+    offloaded_nests_plot,
+    offloaded_nests_table,
+    pim_speedup_vs_cores,
+    split_size,
+)
 
 FORMATS = ("html", "md")
 _SOLVED = ("optimal", "time_limit", "time limit", "feasible")
@@ -144,7 +153,7 @@ def render_figures(
             outcomes.append(outcome)
             continue
         for fmt in formats:
-            outcome.files.append(plots.save_figure(fig, out / f"{outcome.name}.{fmt}"))
+            outcome.files.append(save_figure(fig, out / f"{outcome.name}.{fmt}"))
         outcomes.append(outcome)
     return outcomes
 
@@ -167,20 +176,20 @@ def _cim_jobs(sweep: Sweep) -> list[Job]:
         label = model_label(m)
         jobs.append((f"speedup_vs_crossbars_{label}",
                      f"{label}: speed-up vs crossbars per MVM latency (CIM Fig. 3)",
-                     lambda m=m: plots.speedup_vs_crossbars(rows, model=m)))  # fmt: skip
+                     lambda m=m: speedup_vs_crossbars(rows, model=m)))  # fmt: skip
     latencies = sorted({t for r in rows if (t := num(r, "t_mvm_ns")) is not None})
     if not latencies:
         jobs.append(("speedup_per_network", "speed-up per network (CIM Fig. 4)",
-                     lambda: plots.speedup_per_network(rows, math.nan)))  # fmt: skip
+                     lambda: speedup_per_network(rows, math.nan)))  # fmt: skip
     for t in latencies:
         jobs.append((f"speedup_per_network_{t:g}ns",
                      f"speed-up per network at {t:g} ns MVM latency (CIM Fig. 4)",
-                     lambda t=t: plots.speedup_per_network(rows, t)))  # fmt: skip
+                     lambda t=t: speedup_per_network(rows, t)))  # fmt: skip
     for m in _models(sweep):
         label = model_label(m)
         jobs.append((f"device_share_{label}",
                      f"{label}: latency and operators per device (CIM Fig. 5)",
-                     lambda m=m: plots.device_share(rows, model=m)))  # fmt: skip
+                     lambda m=m: device_share(rows, model=m)))  # fmt: skip
         jobs.append((f"gantt_{label}", f"{label}: schedule of the fastest point (Gantt)",
                      lambda m=m: _best_gantt(sweep, m)))  # fmt: skip
     return jobs
@@ -201,13 +210,13 @@ def _best_gantt(sweep: Sweep, model: str) -> Figure:
             f"Gantt chart: no schedules/{best.get('point_id')}.json for the fastest point"
         )
     where = ", ".join(
-        f"{k}={best.get(k)}" for k in ("hardware", *plots.swept_params([best])) if k in best
+        f"{k}={best.get(k)}" for k in ("hardware", *swept_params([best])) if k in best
     )
     title = f"{model_label(model)} ({where})"
     if sweep.target == "pim":
         doc = with_nest_data(sweep, doc)
-        return plots.pim_gantt(doc, cores=_int(num(best, "cores")), title=title)
-    return plots.cim_gantt(doc, edges=_graph_edges(sweep, model, doc), title=title)
+        return pim_gantt(doc, cores=_int(num(best, "cores")), title=title)
+    return cim_gantt(doc, edges=_graph_edges(sweep, model, doc), title=title)
 
 
 def with_nest_data(sweep: Sweep, doc: dict[str, Any]) -> dict[str, Any]:
@@ -255,9 +264,9 @@ def _pim_jobs(sweep: Sweep) -> list[Job]:
     rows = _solved(sweep.rows)
     jobs: list[Job] = [
         ("pim_speedup_vs_cores", "speed-up vs PIM cores per workload (Torch-PIM Fig. 3)",
-         lambda: plots.pim_speedup_vs_cores(rows)),
+         lambda: pim_speedup_vs_cores(rows)),
         ("offloaded_nests", "offloaded loop nests per operator vs problem size (Table 4)",
-         lambda: plots.offloaded_nests_plot(offload_table(sweep))),
+         lambda: offloaded_nests_plot(offload_table(sweep))),
     ]  # fmt: skip
     for m in _models(sweep):
         label = model_label(m)
@@ -266,7 +275,7 @@ def _pim_jobs(sweep: Sweep) -> list[Job]:
     return jobs
 
 
-def offload_table(sweep: Sweep) -> plots.OffloadTable:
+def offload_table(sweep: Sweep) -> OffloadTable:
     """Table 4 from the sweep's PIM schedules at its largest core count (first hardware)."""
     rows = _solved(sweep.rows)
     cores = [c for r in rows if (c := num(r, "cores")) is not None]
@@ -282,19 +291,19 @@ def offload_table(sweep: Sweep) -> plots.OffloadTable:
         model = str(r.get("model"))
         size = num(r, "size") or num(r, "problem_size") or sizes.get(model)
         if size is None:
-            size = plots.split_size(model)[1]
+            size = split_size(model)[1]
         doc = sweep.schedule(r.get("point_id"))
         if size is None or doc is None:
             missing.append(model_label(model))
             continue
-        entries.append(plots.nest_decisions(with_nest_data(sweep, doc), model, size, _int(top)))
+        entries.append(nest_decisions(with_nest_data(sweep, doc), model, size, _int(top)))
     if missing and not entries:
         raise PlotDataError(
             "Table 4: needs a schedule and a problem size per model (a size column, a 'size'"
             " in the manifest's models, or a name ending in the size such as softmax_4096);"
             f" missing for {', '.join(sorted(set(missing)))}"
         )
-    return plots.offloaded_nests_table(entries)
+    return offloaded_nests_table(entries)
 
 
 def _manifest_sizes(sweep: Sweep) -> dict[str, float]:
@@ -318,7 +327,7 @@ def _safe(name: str) -> str:
 
 def summary_rows(sweep: Sweep) -> list[list[str]]:
     """Per model and hardware: points, solved, verified, best speed-up and where, solve times."""
-    params = plots.swept_params(sweep.rows)
+    params = swept_params(sweep.rows)
     out = [["model", "hardware", "points", "solved", "verified", "best speed-up", "at",
             "median solve (s)", "max gap"]]  # fmt: skip
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
