@@ -215,15 +215,16 @@ func.func @f(%a: memref<4x8xf32>, %b: memref<4xf32>) {
 
 
 def test_body_ops_of_nested_and_sibling_loops():
+    from placement.profiling.mlir import extract
     from placement.profiling.mlir import lower as lowering
 
     with lowering.new_context():
         module = lowering.ir.Module.parse(SCF_SIBLINGS)
-        func = lowering._find_func(module, "f")
-        [(nest, trips)] = list(lowering._outermost_parallels(func))
+        func = lowering.find_func(module, "f")
+        [(nest, trips)] = list(extract.outermost_parallels(func))
         assert trips == 1
-        n_total = lowering._parallel_trips(nest) * lowering._inner_work(nest)
-        ops = lowering._body_ops(nest)
+        n_total = extract.parallel_trips(nest) * extract.inner_work(nest)
+        ops = extract.count_body_ops(nest)
     assert n_total == 4 * (8 + 2 * 3)
     # 4 x (1 load + 1 store) + 4 x 8 x (load, addf, store) + 4 x 2 x 3 exp; the index
     # arithmetic (addi on index, index_cast), constants and scf.reduce are not counted.

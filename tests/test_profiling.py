@@ -16,8 +16,9 @@ from placement.errors import PlacementError
 from placement.io import file_sha256
 from placement.onnxfile import node_names
 from placement.profiling.host_profile import HostProfile
-from placement.profiling.ort import measure as ort_profiling
-from placement.profiling.ort.measure import attribute, plain_inference_seconds, profile_model
+from placement.profiling.ort.attribution import attribute
+from placement.profiling.ort.measure import plain_inference_seconds, profile_model
+from placement.profiling.ort.trace import event_shares, per_node_times, split_runs
 
 FAST = {"runs": 3, "warmup": 1}
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -354,9 +355,9 @@ def test_unrelatable_kernels_fall_back_to_nearest_with_note():
         return {"cat": "Node", "name": f"{name}_kernel_time", "ts": ts, "dur": dur, "args": {}}
 
     runs = [[event("first", 10, 4), event("ghost", 15, 2), event("second", 20, 3)]]
-    charge = ort_profiling._event_shares(attribution, runs)
+    charge = event_shares(attribution, runs)
     assert charge["ghost"] == {"first": 1.0}
-    per_run, totals = ort_profiling._per_node_times(["first", "second"], charge, runs)
+    per_run, totals = per_node_times(["first", "second"], charge, runs)
     assert totals == [pytest.approx(9e-6)]
     assert per_run[0] == {"first": pytest.approx(6e-6), "second": pytest.approx(3e-6)}
 
@@ -370,10 +371,10 @@ def test_warmup_runs_are_dropped():
 
     events = [session(0, 50), node(5), node(6), session(100, 50), node(105), session(200, 50)]
     events += [node(210), node(211), node(212)]
-    measured = ort_profiling._split_runs(events, warmup=1, runs=2, path=Path("m.onnx"))
+    measured = split_runs(events, warmup=1, runs=2, path=Path("m.onnx"))
     assert [len(run) for run in measured] == [1, 3]
     with pytest.raises(PlacementError, match="3 runs, expected 4"):
-        ort_profiling._split_runs(events, warmup=2, runs=2, path=Path("m.onnx"))
+        split_runs(events, warmup=2, runs=2, path=Path("m.onnx"))
 
 
 # --------------------------------------------------------------------------- bad input

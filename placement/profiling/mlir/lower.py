@@ -1,4 +1,4 @@
-"""Progressive lowering with torch-mlir, and loop-nest extraction (Torch-PIM, Section 4.2).
+"""Progressive lowering with torch-mlir (Torch-PIM, Section 4.2).
 
 Pipeline (the pass lists are the ones measured in shared/notes/mlir-lowering.md):
 
@@ -7,13 +7,12 @@ Pipeline (the pass lists are the ones measured in shared/notes/mlir-lowering.md)
 2. Optionally ``linalg-fuse-elementwise-ops`` on tensors.
 3. One-shot bufferization with function boundaries, results turned into out-params,
    ``refback-munge-memref-copy`` (copies become linalg ops, hence nests too).
-4. Every linalg op gets a fused location whose metadata names its index and op name,
+4. Every linalg op gets a fused location whose metadata names its index and op name
+   (:func:`~placement.profiling.mlir.extract.tag_linalg_ops`),
    then ``convert-linalg-to-parallel-loops``: the generated loops inherit the op's
    location, which is how a nest is traced back to its linalg op and ONNX node.
 
-Each outermost ``scf.parallel`` of the result is one :class:`~placement.nests.LoopNest`.
-Its operands are the memrefs loaded/stored inside it, resolved through view ops to the
-allocation (``memref.alloc``, function argument or ``memref.get_global``) they live in.
+The loop nests of the result are read out by :mod:`placement.profiling.mlir.extract`.
 
 ONNX specifics: nodes are renamed with :func:`~placement.onnx_names.node_names` before
 import (the importer puts the node name in the location), and float initializers of at
@@ -23,10 +22,8 @@ would cost JIT time and memory (the notes: a 64 MB constant costs 1 s and 0.8 GB
 
 from __future__ import annotations
 
-import math
 import re
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,8 +33,9 @@ import onnx
 from onnx import numpy_helper
 
 from placement.errors import PlacementError
-from placement.nests import LoopNest, NestOperand
+from placement.nests import LoopNest
 from placement.onnxfile import node_names, read_onnx
+from placement.profiling.mlir.extract import extract_nests, outermost_parallels, tag_linalg_ops
 
 try:  # torch-mlir is heavy; import errors surface as a PlacementError on first use
     from torch_mlir import ir
@@ -61,27 +59,6 @@ BUFFERIZE = (
 )
 TO_PARALLEL_LOOPS = "builtin.module(func.func(convert-linalg-to-parallel-loops), canonicalize, cse)"
 
-# Metadata prefix of the fused location that tags each linalg op before it becomes loops.
-_TAG = "placement.linalg"
-# Ops that only re-describe a buffer: operands resolve through them to the allocation.
-_VIEW_OPS = frozenset(
-    {
-        "memref.subview",
-        "memref.expand_shape",
-        "memref.collapse_shape",
-        "memref.cast",
-        "memref.reinterpret_cast",
-        "memref.transpose",
-        "memref.view",
-        "memref.memory_space_cast",
-        "memref.assume_alignment",
-    }
-)
-_ELEM_BYTES = {
-    "f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1,
-    "i1": 1, "index": 8, "ui8": 1, "si8": 1, "ui16": 2, "si16": 2, "ui32": 4, "si32": 4,
-    "ui64": 8, "si64": 8, "complex<f32>": 8, "complex<f64>": 16,
-}  # fmt: skip
 _MLIR_TO_NUMPY = {
     "f64": "float64", "f32": "float32", "f16": "float16", "i64": "int64", "i32": "int32",
     "i16": "int16", "i8": "int8", "i1": "bool",
@@ -251,9 +228,9 @@ def insert_nest_markers(
         for name in (enter, exit):
             decl = func.FuncOp(name, ([i64], []), visibility="private", ip=ip)
             decl.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-        target = _find_func(module, func_name)
+        target = find_func(module, func_name)
         count = 0
-        for op, _trips in _outermost_parallels(target):
+        for op, _trips in outermost_parallels(target):
             with ir.InsertionPoint(op):
                 index = arith.ConstantOp(i64, count).result
                 func.CallOp([], ir.FlatSymbolRefAttr.get(enter), [index])
@@ -452,7 +429,8 @@ def _first_line(exc: BaseException) -> str:
     return lines[0].strip() if lines else type(exc).__name__
 
 
-def _find_func(module: Any, name: str) -> Any:
+def find_func(module: Any, name: str) -> Any:
+    """The operation of ``func.func @name`` in ``module``."""
     for op in module.body.operations:
         if op.operation.name == "func.func" and _sym_name(op) == name:
             return op.operation
@@ -516,11 +494,11 @@ def _lower_linalg(
     if fuse_elementwise:
         _run(module, FUSE_ELEMENTWISE, path, op_types)
     _run(module, BUFFERIZE, path, op_types)
-    func_op = _find_func(module, func_name)
-    linalg_ops = _tag_linalg_ops(func_op)
+    func_op = find_func(module, func_name)
+    linalg_ops = tag_linalg_ops(func_op)
     _run(module, TO_PARALLEL_LOOPS, path, op_types)
-    func_op = _find_func(module, func_name)
-    nests = _extract_nests(func_op, linalg_ops, op_types, path)
+    func_op = find_func(module, func_name)
+    nests = extract_nests(func_op, linalg_ops, op_types, path)
     block = func_op.regions[0].blocks[0]
     results = []
     for index, arg in enumerate(block.arguments):
@@ -539,336 +517,3 @@ def _is_result_arg(func_op: Any, index: int) -> bool:
         return False
     attrs = ir.ArrayAttr(func_op.attributes["arg_attrs"])
     return index < len(attrs) and "bufferize.result" in ir.DictAttr(attrs[index])
-
-
-def _tag_linalg_ops(func_op: Any) -> list[str]:
-    """Give each linalg op a fused location ``fused<"placement.linalg:<i>">[loc]``.
-
-    convert-linalg-to-parallel-loops creates the loops at the op's location, so the tag
-    survives on the scf.parallel (discardable attributes would not). Returns the op names.
-    """
-    names: list[str] = []
-    for op in _walk(func_op):
-        if op.name.startswith("linalg.") and op.name not in ("linalg.yield", "linalg.index"):
-            with op.context:
-                metadata = ir.StringAttr.get(f"{_TAG}:{len(names)}")
-                op.location = ir.Location.fused([op.location], metadata)
-            names.append(op.name)
-    return names
-
-
-def _walk(op: Any) -> Iterator[Any]:
-    """Pre-order walk of the operations nested in ``op`` (not ``op`` itself)."""
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.operations:
-                child = child.operation
-                yield child
-                yield from _walk(child)
-
-
-def _outermost_parallels(func_op: Any) -> Iterator[tuple[Any, int | None]]:
-    """Outermost scf.parallel ops in program order, with the trip count of enclosing loops.
-
-    The trip count is None when an enclosing loop has non-constant bounds.
-    """
-
-    def visit(op: Any, trips: int | None) -> Iterator[tuple[Any, int | None]]:
-        for region in op.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    child = child.operation
-                    if child.name == "scf.parallel":
-                        yield child, trips
-                    elif child.name == "scf.for":
-                        try:
-                            inner = None if trips is None else trips * _for_trips(child)
-                        except _DynamicBounds:
-                            inner = None  # reported when a nest inside is counted
-                        yield from visit(child, inner)
-                    else:
-                        yield from visit(child, trips)
-
-    yield from visit(func_op, 1)
-
-
-def _constant_index(value: Any) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return None
-    owner = owner.operation if hasattr(owner, "operation") else owner
-    if owner.name not in ("arith.constant",):
-        return None
-    attr = owner.attributes["value"]
-    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
-
-
-class _DynamicBounds(Exception):
-    """A loop bound is not a constant (e.g. triangular loops): iterations cannot be counted."""
-
-
-def _trip(lower: Any, upper: Any, step: Any) -> int:
-    lb, ub, st = _constant_index(lower), _constant_index(upper), _constant_index(step)
-    if lb is None or ub is None or st is None or st <= 0:
-        raise _DynamicBounds
-    return max(0, -(-(ub - lb) // st))
-
-
-def _for_trips(op: Any) -> int:
-    operands = op.operands
-    return _trip(operands[0], operands[1], operands[2])
-
-
-def _parallel_trips(op: Any) -> int:
-    operands = list(op.operands)
-    rank = len(op.regions[0].blocks[0].arguments)
-    lbs, ubs, steps = operands[:rank], operands[rank : 2 * rank], operands[2 * rank : 3 * rank]
-    return math.prod(_trip(lb, ub, st) for lb, ub, st in zip(lbs, ubs, steps, strict=True))
-
-
-def _inner_work(op: Any) -> int:
-    """Innermost iterations of one iteration of ``op``'s body (sibling loops add up)."""
-    total = 0
-    found = False
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.operations:
-                child = child.operation
-                if child.name == "scf.for":
-                    total += _for_trips(child) * _inner_work(child)
-                    found = True
-                elif child.name == "scf.parallel":
-                    total += _parallel_trips(child) * _inner_work(child)
-                    found = True
-                elif len(child.regions):
-                    inner = _inner_work(child)
-                    if inner > 1:
-                        total += inner
-                        found = True
-    return total if found else 1
-
-
-# Loop and index bookkeeping left out of LoopNest.body_ops (see placement.nests).
-_BOOKKEEPING_OPS = frozenset(
-    {
-        "scf.yield",
-        "scf.reduce",
-        "scf.reduce.return",
-        "scf.condition",
-        "arith.constant",
-        "arith.index_cast",
-        "arith.index_castui",
-        "memref.dim",
-    }
-)
-
-
-def _is_bookkeeping(op: Any) -> bool:
-    name = op.name
-    if name in _BOOKKEEPING_OPS or name in _VIEW_OPS or name.startswith("affine."):
-        return True
-    results = list(op.results)
-    return bool(results) and all(isinstance(r.type, ir.IndexType) for r in results)
-
-
-def _count_ops(ops: Any, times: int, counts: dict[str, int]) -> None:
-    """Add to ``counts`` the ops of ``ops`` (one block), each executed ``times`` times.
-
-    The same recursion as :func:`_inner_work`: an inner scf.for / scf.parallel
-    multiplies by its trip count, sibling loops add up. Other region ops (the
-    reduction region of ``scf.reduce``, ``scf.execute_region`` ...) run once per
-    execution of the op holding them.
-    """
-    for op in ops:
-        op = op.operation
-        name = op.name
-        if name == "scf.for":
-            _count_regions(op, times * _for_trips(op), counts)
-        elif name == "scf.parallel":
-            _count_regions(op, times * _parallel_trips(op), counts)
-        elif name == "scf.if":
-            # One branch runs per execution and which one is not known statically:
-            # count the branch with more ops (an upper estimate), plus the branch itself.
-            counts[name] = counts.get(name, 0) + times
-            branches = []
-            for region in op.regions:
-                branch: dict[str, int] = {}
-                for block in region.blocks:
-                    _count_ops(block.operations, times, branch)
-                branches.append(branch)
-            heaviest = max(branches, key=lambda c: sum(c.values()), default={})
-            for key, value in heaviest.items():
-                counts[key] = counts.get(key, 0) + value
-        else:
-            if not _is_bookkeeping(op):
-                counts[name] = counts.get(name, 0) + times
-            if len(op.regions):
-                _count_regions(op, times, counts)
-
-
-def _count_regions(op: Any, times: int, counts: dict[str, int]) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            _count_ops(block.operations, times, counts)
-
-
-def _body_ops(op: Any) -> dict[str, int]:
-    """Dynamic op counts of one invocation of the outermost scf.parallel ``op``."""
-    counts: dict[str, int] = {}
-    _count_regions(op, _parallel_trips(op), counts)
-    return dict(sorted(counts.items()))
-
-
-def _loc_info(loc: Any) -> tuple[int | None, str]:
-    """(linalg tag index, first name found) from a possibly fused/nested location."""
-    tag: int | None = None
-    name = ""
-    stack = [loc]
-    while stack:
-        current = stack.pop(0)
-        if isinstance(current, ir.FusedLoc):
-            metadata = current.metadata  # a plain Attribute: downcast by hand
-            text = ir.StringAttr(metadata).value if _is_string_attr(metadata) else ""
-            if text.startswith(_TAG + ":") and tag is None:
-                tag = int(text.split(":", 1)[1])
-            stack.extend(current.locations)
-        elif isinstance(current, ir.NameLoc):
-            if not name:
-                name = current.name_str
-        elif isinstance(current, ir.CallSiteLoc):
-            stack.append(current.callee)
-    return tag, name
-
-
-def _is_string_attr(attr: Any) -> bool:
-    try:
-        ir.StringAttr(attr)
-    except (ValueError, TypeError):
-        return False
-    return True
-
-
-def _extract_nests(
-    func_op: Any, linalg_ops: list[str], op_types: dict[str, str], path: Path
-) -> list[LoopNest]:
-    buffers = _Buffers(func_op)
-    nests = []
-    for index, (op, trips) in enumerate(_outermost_parallels(func_op)):
-        tag, name = _loc_info(op.location)
-        try:
-            if trips is None:
-                raise _DynamicBounds
-            n_iter = _parallel_trips(op)
-            n_total = n_iter * _inner_work(op)
-            body_ops = _body_ops(op)
-        except _DynamicBounds:
-            what = f"node {name!r} ({op_types[name]})" if name in op_types else "a loop nest"
-            raise PlacementError(
-                f"{path}: {what} lowers to loops with non-constant bounds; "
-                "its iterations cannot be counted"
-            ) from None
-        accesses: dict[str, list[bool]] = {}
-        for inner in _walk(op):
-            for key, read, written in buffers.accesses(inner):
-                flags = accesses.setdefault(key, [False, False])
-                flags[0] |= read
-                flags[1] |= written
-        operands = tuple(
-            NestOperand(**buffers.describe(key), read=flags[0], written=flags[1])
-            for key, flags in accesses.items()
-        )
-        nests.append(
-            LoopNest(
-                id=f"n{index:03d}",
-                index=index,
-                onnx_node=name if (not op_types or name in op_types) else "",
-                onnx_op_type=op_types.get(name, ""),
-                linalg_op=linalg_ops[tag] if tag is not None and tag < len(linalg_ops) else "",
-                n_iter=n_iter,
-                n_total=n_total,
-                trip_count=trips,
-                operands=operands,
-                body_ops=body_ops,
-            )
-        )
-    return nests
-
-
-class _Buffers:
-    """Resolves memref values to the allocation they live in and names allocations."""
-
-    def __init__(self, func_op: Any) -> None:
-        self._arg_owner = func_op.regions[0].blocks[0]
-        self._names: dict[Any, str] = {}  # allocation op -> "allocN"
-        self._info: dict[str, dict[str, Any]] = {}
-        self._count = 0
-        for op in _walk(func_op):
-            if op.name in ("memref.alloc", "memref.alloca"):
-                self._names[op] = f"alloc{self._count}"
-                self._count += 1
-        self._allocs = list(self._names)
-
-    def accesses(self, op: Any) -> list[tuple[str, bool, bool]]:
-        name = op.name
-        if name in _VIEW_OPS or name in ("memref.dim", "memref.dealloc"):
-            return []
-        if name == "memref.load":
-            return [(self._resolve(op.operands[0]), True, False)]
-        if name == "memref.store":
-            return [(self._resolve(op.operands[1]), False, True)]
-        if name == "memref.copy":
-            return [(self._resolve(op.operands[0]), True, False),
-                    (self._resolve(op.operands[1]), False, True)]  # fmt: skip
-        # Anything else touching a memref (calls, atomics): count it as read and written.
-        return [
-            (self._resolve(value), True, True)
-            for value in op.operands
-            if isinstance(value.type, ir.MemRefType)
-        ]
-
-    def describe(self, key: str) -> dict[str, Any]:
-        return self._info[key]
-
-    def _resolve(self, value: Any) -> str:
-        while True:
-            owner = value.owner
-            if isinstance(owner, ir.Block):
-                if owner == self._arg_owner:
-                    key, kind = f"arg{ir.BlockArgument(value).arg_number}", "argument"
-                else:
-                    key, kind = f"blockarg:{value.get_name()}", "alloc"
-                break
-            owner = owner.operation
-            if owner.name in _VIEW_OPS:
-                value = owner.operands[0]
-                continue
-            if owner.name in ("memref.alloc", "memref.alloca"):
-                key, kind = self._alloc_name(owner), "alloc"
-            elif owner.name == "memref.get_global":
-                symbol = ir.FlatSymbolRefAttr(owner.attributes["name"]).value
-                key, kind = f"global:{symbol}", "global"
-            else:
-                key, kind = f"{owner.name}:{value.get_name()}", "alloc"
-            break
-        if key not in self._info:
-            memref = ir.MemRefType(value.type)
-            elem = str(memref.element_type)
-            shape = tuple(memref.shape)
-            size = _ELEM_BYTES.get(elem)
-            if size is None:
-                width = getattr(memref.element_type, "width", 8)
-                size = max(1, (width + 7) // 8)
-            self._info[key] = {
-                "buffer": key,
-                "kind": kind,
-                "shape": shape,
-                "elem_type": elem,
-                "nbytes": math.prod(shape) * size,
-            }
-        return key
-
-    def _alloc_name(self, op: Any) -> str:
-        for candidate, name in self._names.items():
-            if candidate == op:
-                return name
-        return f"alloc?{len(self._names)}"
