@@ -21,7 +21,7 @@ from cim_pipeline import branched_instance  # noqa: E402
 
 from placement.cim.heuristic import heuristic_schedule  # noqa: E402
 from placement.cim.instance import CimEdge, CimInstance, CimOperator  # noqa: E402
-from placement.cim.solve import solve_cim  # noqa: E402
+from placement.cim.solve import solve  # noqa: E402
 
 
 def dense_branched_instance(n_ops: int, seed: int = 0, budget: int = 100) -> CimInstance:
@@ -76,8 +76,8 @@ def main() -> int:
                   f" in {t_heur:.2f}s", flush=True)
             for form, ws in (("faithful", False), ("tightened", True), ("tightened", False),
                              ("faithful", True)):
-                p = solve_cim(inst, formulation=form, warm_start=ws,
-                              time_limit=args.time_limit, threads=args.threads)
+                p = solve(inst, solver="highs", formulation=form, warm_start=ws,
+                          time_limit=args.time_limit, threads=args.threads)
                 r = p.result
                 obj = "none" if r.objective is None else f"{r.objective:.6g}"
                 bnd = "none" if r.best_bound is None else f"{r.best_bound:.6g}"

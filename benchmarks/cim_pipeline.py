@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator, cim_instance
-from placement.cim.solve import solve_cim
+from placement.cim.solve import solve
 from placement.graph import load_graph
 from placement.hardware.base import default_preset_for
 from placement.hardware.cim import load_hardware
@@ -61,7 +61,10 @@ def bench_model(path: Path, runs: int, repeat: int, time_limit: float) -> dict[s
         plain_run.append(statistics.median(plain))
     assert profile is not None
     instance = cim_instance(graph, profile.latencies, hw.cim)
-    solves = [solve_cim(instance, time_limit=time_limit) for _ in range(repeat)]
+    solves = [
+        solve(instance, formulation="faithful", solver="highs", time_limit=time_limit)
+        for _ in range(repeat)
+    ]
     res = solves[-1].result
     return {
         "model": path.name,
@@ -124,7 +127,10 @@ def branched_instance(n_ops: int, seed: int = 0) -> CimInstance:
 
 def bench_synthetic(n_ops: int, repeat: int, time_limit: float) -> dict[str, object]:
     inst = branched_instance(n_ops)
-    solves = [solve_cim(inst, time_limit=time_limit) for _ in range(repeat)]
+    solves = [
+        solve(inst, formulation="faithful", solver="highs", time_limit=time_limit)
+        for _ in range(repeat)
+    ]
     res = solves[-1].result
     build = statistics.median(s.result.build_seconds for s in solves)
     solve = statistics.median(s.result.solve_seconds for s in solves)

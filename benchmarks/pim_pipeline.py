@@ -81,10 +81,13 @@ def run_one(name: str, n: int, runs: int, warmup: int, cores: list[int], workdir
     """Lower, profile and place the saved workload ``name`` at size ``n`` (in this process)."""
     from placement.devices.pim import speedup
     from placement.hardware.pim import load_pim_hardware
-    from placement.models.pim import PimInstance, solve_pim
     from placement.networks.workloads import WORKLOADS
-    from placement.pim.pipeline import profile_nests, solve_pim_for_cores
+    from placement.pim.instance import PimInstance
+    from placement.pim.pipeline import instance as pim_instance
+    from placement.pim.pipeline import profile_nests
     from placement.pim.rules import operator_rule_placement
+    from placement.pim.solve import solve as solve_pim
+    from placement.pim.solve import solve_for_cores
     from placement.pim.verify import evaluate_placement
     from placement.profiling.mlir.lower import lower_onnx
 
@@ -113,7 +116,8 @@ def run_one(name: str, n: int, runs: int, warmup: int, cores: list[int], workdir
     t3 = time.perf_counter()
     results: list[dict[str, Any]] = []
     for copy in COPIES:
-        per_core = solve_pim_for_cores(profile, hw, cores, copy=copy, allow_estimates=True)
+        per_core = solve_for_cores(pim_instance(profile, hw.pim), cores, copy=copy,
+                                   allow_estimates=True)
         for r in per_core:
             instance: PimInstance = r.placement.instance
             op_rule = operator_rule_placement(instance, allow_estimates=True)

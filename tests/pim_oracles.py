@@ -16,8 +16,8 @@ import math
 import random
 
 from placement.hardware.pim import PimSpec
-from placement.models.pim import PimInstance
 from placement.nests import LoopNest, NestOperand
+from placement.pim.instance import PimInstance
 
 
 def hybrid_cost(instance: PimInstance, y: list[bool], copy: str) -> float:

@@ -8,19 +8,24 @@ import random
 import pytest
 from oracles import random_instance
 
-from placement.bench.run import solve_cim_backend
+from placement.cim.cpsat import rounded_instance, time_unit
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
-from placement.cim.solve import solve_cim
+from placement.cim.solve import solve
 from placement.cim.verify import verify_cim
 from placement.errors import PlacementError
 from placement.models.cim.build import build_cim_model
-from placement.solvers import registry as backends
-from placement.solvers.base import SolveStatus
-from placement.solvers.cpsat import cpsat_unavailable, rounded_instance, solve_cpsat, time_unit
-from placement.solvers.registry import LICENCE_LIMIT, available_solvers, solve_with
+from placement.solvers import gurobi
+from placement.solvers.base import SolveOptions, SolveStatus
+from placement.solvers.gurobi import LICENCE_LIMIT
+from placement.solvers.registry import BACKENDS, get_backend, unavailable_reasons
 
-AVAILABLE = available_solvers()
+AVAILABLE = unavailable_reasons()
 N_RANDOM = 20
+
+
+def solve_cim(instance: CimInstance, **options):
+    """The paper's model with HiGHS: the reference optimum."""
+    return solve(instance, **{"formulation": "faithful", "solver": "highs", **options})
 
 
 def _instances(n: int = N_RANDOM, seed0: int = 100) -> list[CimInstance]:
@@ -32,7 +37,7 @@ def _instances(n: int = N_RANDOM, seed0: int = 100) -> list[CimInstance]:
 
 
 def _skip_unless(name: str) -> None:
-    reason = cpsat_unavailable() if name == "cpsat" else AVAILABLE[name]
+    reason = BACKENDS[name].unavailable_reason()
     if reason is not None:
         pytest.skip(f"{name} not installed: {reason}")
 
@@ -47,14 +52,16 @@ def test_available_solvers_names_every_backend():
 def test_unknown_solver_is_a_clear_error():
     inst = _instances(1)[0]
     with pytest.raises(PlacementError, match="unknown solver 'nosuch'; known: highs, scip"):
-        solve_with(build_cim_model(inst), "nosuch")
+        get_backend("nosuch")
+    with pytest.raises(PlacementError, match="unknown solver 'nosuch'; known: auto, highs"):
+        solve(inst, solver="nosuch")
 
 
 def test_unavailable_solver_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(backends, "_unavailable_reason",
-                        lambda name: f"{name} is not available: pip install it")
+    monkeypatch.setattr(BACKENDS["scip"], "unavailable_reason",
+                        lambda: "scip is not available: pip install it")
     with pytest.raises(PlacementError, match="scip is not available: pip install"):
-        solve_with(build_cim_model(_instances(1)[0]), "scip")
+        BACKENDS["scip"].solve(build_cim_model(_instances(1)[0]), SolveOptions())
 
 
 @pytest.mark.solver
@@ -62,7 +69,7 @@ def test_cpsat_matches_highs_on_random_instances():
     _skip_unless("cpsat")
     for inst in _instances():
         ref = solve_cim(inst, threads=1).result
-        out = solve_cpsat(inst, time_limit=30, threads=1)
+        out = solve(inst, solver="cpsat", time_limit=30, threads=1)
         r = out.result
         assert r.status == SolveStatus.OPTIMAL, r.message
         assert out.schedule is not None
@@ -77,8 +84,8 @@ def test_scip_matches_highs_on_random_instances():
     _skip_unless("scip")
     for inst in _instances():
         ref = solve_cim(inst, threads=1).result
-        r, schedule = solve_cim_backend(inst, "scip", formulation="faithful", threads=1,
-                                        time_limit=30)
+        out = solve(inst, solver="scip", formulation="faithful", threads=1, time_limit=30)
+        r, schedule = out.result, out.schedule
         assert r.status == SolveStatus.OPTIMAL, r.message
         assert schedule is not None and verify_cim(inst, schedule).ok
         assert r.objective == pytest.approx(ref.objective, rel=1e-4)
@@ -92,8 +99,9 @@ def test_tightened_with_start_on_other_solvers(solver):
     _skip_unless(solver)
     for inst in _instances(3, seed0=7):
         ref = solve_cim(inst, threads=1).result
-        r, schedule = solve_cim_backend(inst, solver, formulation="tightened", warm_start=True,
-                                        threads=1, time_limit=30)
+        out = solve(inst, solver=solver, formulation="tightened", warm_start=True, threads=1,
+                    time_limit=30)
+        r, schedule = out.result, out.schedule
         assert r.status == SolveStatus.OPTIMAL, r.message
         assert schedule is not None and verify_cim(inst, schedule).ok
         assert r.objective == pytest.approx(ref.objective, rel=1e-4)
@@ -112,10 +120,10 @@ def _wide_instance(n: int) -> CimInstance:
 @pytest.mark.solver
 def test_gurobi_size_limit_is_reported_as_licence_limit():
     _skip_unless("gurobi")
-    if backends.gurobi_licence() != "LimitedLicense":
+    if gurobi.licence() != "LimitedLicense":
         pytest.skip("gurobi has a full licence here: no size limit to hit")
     model = build_cim_model(_wide_instance(70))  # 2,415 ordering binaries
-    r = solve_with(model, "gurobi", time_limit=5)
+    r = BACKENDS["gurobi"].solve(model, SolveOptions(time_limit=5))
     assert r.status == SolveStatus.ERROR
     assert r.options.get("licence_limit") is True
     assert r.message.startswith(LICENCE_LIMIT)

@@ -13,8 +13,9 @@ import pytest
 from oracles import random_instance
 
 from placement.bench.export import write_model
-from placement.bench.run import COLUMNS, format_summary, parse_grid, summarize
-from placement.cim.solve import solve_cim
+from placement.bench.run import COLUMNS, parse_grid
+from placement.bench.summary import format_summary, summarize
+from placement.cim.solve import build_model, solve
 from placement.cli import main
 from placement.errors import PlacementError
 from placement.models.cim.build import FORMULATIONS, build_cim_model
@@ -43,8 +44,8 @@ def _highs_objective(path: Path) -> float:
 @pytest.mark.parametrize("formulation", list(FORMULATIONS))
 def test_exported_model_solves_to_the_same_objective(tmp_path, suffix, formulation):
     inst = random_instance(random.Random(11), 8)
-    ref = solve_cim(inst, threads=1).result.objective  # seconds
-    model = build_cim_model(inst, families=FORMULATIONS[formulation])
+    ref = solve(inst, solver="highs", threads=1).result.objective  # seconds
+    model = build_model(inst, formulation)
     path = write_model(model, tmp_path / f"cim{suffix}")
     text = path.read_text()
     assert "host" in text and "makespan" in text  # symbolic names
@@ -104,10 +105,12 @@ def test_bench_unknown_solver_is_one_clear_line(capsys, tmp_path):
 
 
 def test_bench_unavailable_solver_is_one_clear_line(capsys, tmp_path, monkeypatch):
-    from placement.solvers import registry as backends
+    from placement.solvers.registry import BACKENDS
 
-    monkeypatch.setattr(backends, "_unavailable_reason",
-                        lambda n: None if n == "highs" else f"{n} is not available: pip install")
+    for name, backend in BACKENDS.items():
+        if name != "highs":
+            monkeypatch.setattr(backend, "unavailable_reason",
+                                lambda n=name: f"{n} is not available: pip install")
     code, _, err = run(capsys, "bench", INT8, "--solvers", "highs,scip", "-o", tmp_path)
     assert code == 1
     assert "solver scip is unavailable: scip is not available: pip install" in err

@@ -13,22 +13,33 @@ import pytest
 from oracles import brute_force_makespan, random_instance
 from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
 
-import placement.cim.solve as cim_mod
 import placement.solvers.highs as highs_mod
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
 from placement.cim.schedule import asap_schedule
-from placement.cim.solve import solve_cim
+from placement.cim.solve import solve
 from placement.cim.verify import verify_cim
 from placement.errors import PlacementError
 from placement.models.cim.build import (
     FAITHFUL_FAMILIES,
     big_m_seconds,
     build_cim_model,
-    cim_model_size,
     set_family_active,
 )
-from placement.solvers.base import ModelSize, SolveResult, SolveStatus
-from placement.solvers.highs import solve_model
+from placement.solvers.base import ModelSize, SolveOptions, SolveResult, SolveStatus
+from placement.solvers.contrib import model_size
+from placement.solvers.registry import BACKENDS
+
+HIGHS = BACKENDS["highs"]
+
+
+def solve_cim(instance: CimInstance, **options):
+    """The paper's model with HiGHS through the pipeline."""
+    return solve(instance, **{"formulation": "faithful", "solver": "highs", **options})
+
+
+def solve_model(model, start=None, **options):
+    """The HiGHS backend alone: result in the model's units."""
+    return HIGHS.solve(model, SolveOptions(**options), start=start)
 
 MS = 1e-3
 
@@ -62,7 +73,7 @@ def test_model_size_hand_count():
     # Eq. 14: 1 -> 14.
     m = build_cim_model(fork())
     assert list(m.P) == [("b", "c")]
-    assert cim_model_size(m) == ModelSize(variables=12, binaries=5, constraints=14)
+    assert model_size(m) == ModelSize(variables=12, binaries=5, constraints=14)
 
 
 def test_unsupported_operator_is_fixed_on_host():
@@ -105,10 +116,10 @@ def test_families_can_be_chosen_and_switched():
     m = build_cim_model(fork())
     set_family_active(m, "ordering", False)
     assert not m.order_uv.active and not m.order_vu.active
-    assert cim_model_size(m).constraints == 12
-    assert cim_model_size(m).variables == 11  # o_bc no longer appears anywhere
+    assert model_size(m).constraints == 12
+    assert model_size(m).variables == 11  # o_bc no longer appears anywhere
     set_family_active(m, "ordering", True)
-    assert cim_model_size(m).constraints == 14
+    assert model_size(m).constraints == 14
     with pytest.raises(PlacementError, match="unknown CIM model family 'tight'"):
         build_cim_model(fork(), families=("makespan", "tight"))
     with pytest.raises(PlacementError, match="unknown CIM model family"):
@@ -119,7 +130,7 @@ def test_no_budget_row_without_supported_operators():
     inst = CimInstance.build([CimOperator("a", MS), CimOperator("b", MS)], [], 3)
     m = build_cim_model(inst)
     assert m.component("budget") is None
-    assert cim_model_size(m).binaries == 1  # only o_ab
+    assert model_size(m).binaries == 1  # only o_ab
 
 
 def test_random_instances_are_varied():
@@ -253,15 +264,15 @@ def test_changing_thread_count_between_solves():
 
 @pytest.mark.solver
 def test_time_limit_incumbent_with_slack_makespan_is_tightened(monkeypatch):
-    real = cim_mod.solve_model
+    real = HIGHS.solve
 
-    def slack_time_limit(model, **kw):
-        res = real(model, **kw)
+    def slack_time_limit(model, options, *, start=None):
+        res = real(model, options, start=start)
         model.makespan.set_value(model.makespan.value * 1.5)  # an incumbent with T > max f
         return dataclasses.replace(res, status=SolveStatus.TIME_LIMIT,
                                    objective=res.objective * 1.5, gap=0.4)
 
-    monkeypatch.setattr(cim_mod, "solve_model", slack_time_limit)
+    monkeypatch.setattr(HIGHS, "solve", slack_time_limit)
     placed = solve_cim(fork(), rel_gap=0.0)
     assert placed.result.status == SolveStatus.TIME_LIMIT
     assert placed.schedule is not None
@@ -305,6 +316,9 @@ class FakeSolver:
         self.term, self.sol, self.incumbent, self.bound, self.exc = term, sol, incumbent, bound, exc
         self.loaded = False
 
+    def available(self):
+        return True
+
     def solve(self, model, **kw):
         if self.exc is not None:
             raise self.exc
@@ -324,8 +338,8 @@ class FakeSolver:
 
 def fake_solve(monkeypatch, **kw) -> tuple[SolveResult, FakeSolver]:
     fake = FakeSolver(**kw)
-    monkeypatch.setattr(highs_mod, "highs_solver", lambda: fake)
-    return solve_model(build_cim_model(fork()), build_seconds=0.5), fake
+    monkeypatch.setattr(highs_mod, "contrib_solver", lambda name: fake)
+    return solve_model(build_cim_model(fork())), fake
 
 
 def test_status_time_limit_with_incumbent(monkeypatch):
@@ -333,7 +347,7 @@ def test_status_time_limit_with_incumbent(monkeypatch):
                            sol=SolutionStatus.feasible, incumbent=100.0, bound=80.0)
     assert res.status == SolveStatus.TIME_LIMIT and fake.loaded
     assert (res.objective, res.best_bound, res.gap) == (100.0, 80.0, pytest.approx(0.2))
-    assert res.solve_seconds == 0.25 and res.build_seconds == 0.5
+    assert res.solve_seconds == 0.25 and res.build_seconds == 0.0  # the pipeline's to fill
     assert res.size == ModelSize(12, 5, 14)
 
 
@@ -393,19 +407,21 @@ def canned(status: SolveStatus, message: str = "", objective=None) -> SolveResul
 
 
 def test_solve_cim_raises_on_infeasible_and_error(monkeypatch):
-    monkeypatch.setattr(cim_mod, "solve_model",
-                        lambda m, **kw: canned(SolveStatus.INFEASIBLE, "HiGHS: Infeasible"))
+    monkeypatch.setattr(
+        HIGHS, "solve", lambda m, o, start=None: canned(SolveStatus.INFEASIBLE, "HiGHS: Infeasible")
+    )
     with pytest.raises(PlacementError, match="infeasible.*always feasible"):
         solve_cim(fork())
-    monkeypatch.setattr(cim_mod, "solve_model",
-                        lambda m, **kw: canned(SolveStatus.ERROR, "HiGHS: Solve error"))
+    monkeypatch.setattr(HIGHS, "solve",
+                        lambda m, o, start=None: canned(SolveStatus.ERROR, "HiGHS: Solve error"))
     with pytest.raises(PlacementError, match="could not be solved: HiGHS: Solve error"):
         solve_cim(fork())
 
 
 def test_solve_cim_without_solution_returns_no_schedule(monkeypatch):
-    monkeypatch.setattr(cim_mod, "solve_model",
-                        lambda m, **kw: canned(SolveStatus.TIME_LIMIT_NO_SOLUTION, "limit"))
+    monkeypatch.setattr(
+        HIGHS, "solve", lambda m, o, start=None: canned(SolveStatus.TIME_LIMIT_NO_SOLUTION, "limit")
+    )
     placed = solve_cim(fork(), time_limit=1.0)
     assert placed.schedule is None and placed.verification is None
     assert placed.speedup is None and placed.crossbars_used == 0
@@ -416,7 +432,7 @@ def test_solve_cim_rejects_a_wrong_solution(monkeypatch):
     # A solver claiming an impossible placement (HiGHS presolve bugs exist) must not pass.
     inst = fork()
 
-    def wrong_optimal(model, **kw):
+    def wrong_optimal(model, options, start=None):
         for v in model.V:
             model.host[v].set_value(0 if v != "c" else 1)
             model.start[v].set_value(0.0)
@@ -424,6 +440,6 @@ def test_solve_cim_rejects_a_wrong_solution(monkeypatch):
         model.makespan.set_value(0.0)
         return canned(SolveStatus.OPTIMAL, objective=0.0)
 
-    monkeypatch.setattr(cim_mod, "solve_model", wrong_optimal)
+    monkeypatch.setattr(HIGHS, "solve", wrong_optimal)
     with pytest.raises(PlacementError, match=r"^verification failed: .*\(\+\d+ more\)"):
         solve_cim(inst)

@@ -216,20 +216,20 @@ def test_solve_with_cpsat_then_highs_matches_highs(capsys, tmp_path):
 
 
 def test_auto_solver_uses_cpsat_then_highs_only_on_branched_graphs():
-    import argparse
     import random
 
     from oracles import random_instance
 
-    from placement.cli import _auto_solver
+    from placement.cim.solve import resolve_formulation, resolve_solver
 
     pytest.importorskip("ortools", reason="ortools (the [test] extra) not installed")
-    args = argparse.Namespace(solver="auto", formulation="auto", warm_start=None)
     branched = random_instance(random.Random(5), 40, edge_prob=0.08)  # 546 parallel pairs
     chain = random_instance(random.Random(5), 40, edge_prob=1.0)  # a total order: no pairs
-    assert _auto_solver(branched, args) == "cpsat+highs"
-    assert _auto_solver(chain, args) == "highs"
-    assert (
-        _auto_solver(branched, argparse.Namespace(**{**vars(args), "warm_start": False})) == "highs"
-    )
-    assert _auto_solver(branched, argparse.Namespace(**{**vars(args), "solver": "scip"})) == "scip"
+
+    def auto(instance, solver="auto", warm_start=None):
+        return resolve_solver(resolve_formulation(instance, "auto"), solver, warm_start)
+
+    assert auto(branched) == "cpsat+highs"
+    assert auto(chain) == "highs"
+    assert auto(branched, warm_start=False) == "highs"
+    assert auto(branched, solver="scip") == "scip"

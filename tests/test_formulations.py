@@ -15,10 +15,9 @@ import pyomo.environ as pyo
 import pytest
 from oracles import brute_force_makespan, random_instance
 
-import placement.cim.solve as cim_mod
 from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
-from placement.cim.solve import solve_cim
+from placement.cim.solve import build_model, solve
 from placement.cim.verify import verify_cim
 from placement.errors import PlacementError
 from placement.models.cim.build import (
@@ -29,13 +28,26 @@ from placement.models.cim.build import (
     TIGHTENED_FAMILIES,
     TIGHTENING_FAMILIES,
     build_cim_model,
-    cim_model_size,
     formulation_families,
     set_family_active,
     start_values,
 )
-from placement.solvers.base import SolveStatus
-from placement.solvers.highs import _start_verdict, solve_model
+from placement.solvers.base import SolveOptions, SolveStatus
+from placement.solvers.contrib import model_size
+from placement.solvers.highs import start_verdict
+from placement.solvers.registry import BACKENDS
+
+HIGHS = BACKENDS["highs"]
+
+
+def solve_cim(instance: CimInstance, **options):
+    """The paper's model with HiGHS through the pipeline (unless told otherwise)."""
+    return solve(instance, **{"formulation": "faithful", "solver": "highs", **options})
+
+
+def solve_model(model, start=None, **options):
+    """The HiGHS backend alone: result in the model's units."""
+    return HIGHS.solve(model, SolveOptions(**options), start=start)
 
 MS = 1e-3
 SEEDS = list(range(36))
@@ -123,21 +135,23 @@ def _linear(expr):
 
 def test_window_family_without_bound_uses_heuristic():
     inst = diamond()
-    m = build_cim_model(inst, families=(*FAITHFUL_FAMILIES, "window_big_m"))
+    m = build_model(inst, "tightened")
     ub = pyo.value(m.upper_bound) * pyo.value(m.time_unit)
     assert ub == pytest.approx(heuristic_schedule(inst).makespan, rel=1e-8)
+    with pytest.raises(PlacementError, match="needs an upper bound"):
+        build_cim_model(inst, families=(*FAITHFUL_FAMILIES, "window_big_m"))
     with pytest.raises(PlacementError, match="upper bound"):
         build_cim_model(inst, families=TIGHTENED_FAMILIES, upper_bound=float("nan"))
 
 
 def test_new_families_can_be_switched_off():
     m = build_cim_model(diamond(), families=TIGHTENED_FAMILIES, upper_bound=6 * MS)
-    before = cim_model_size(m).constraints
+    before = model_size(m).constraints
     set_family_active(m, "energetic", False)
     assert not m.energetic_head.active and not m.energetic_tail.active
-    assert cim_model_size(m).constraints == before - 8
+    assert model_size(m).constraints == before - 8
     set_family_active(m, "energetic", True)
-    assert cim_model_size(m).constraints == before
+    assert model_size(m).constraints == before
 
 
 def test_start_verdict_parsing():
@@ -148,10 +162,10 @@ def test_start_verdict_parsing():
              "Row     infeasibilities      0            0            0\n"
              "Presolving model\nPresolve: Optimal\n")
     bad = empty.replace("Row     infeasibilities      0", "Row     infeasibilities      3")
-    assert _start_verdict(accepted) == "accepted"
-    assert _start_verdict(empty) == "accepted"  # presolve solved everything
-    assert _start_verdict(bad) == "rejected"
-    assert _start_verdict("") == "rejected"
+    assert start_verdict(accepted) == "accepted"
+    assert start_verdict(empty) == "accepted"  # presolve solved everything
+    assert start_verdict(bad) == "rejected"
+    assert start_verdict("") == "rejected"
 
 
 # --- heuristic (no solver) ------------------------------------------------------------
@@ -231,7 +245,8 @@ def test_formulations_match_brute_force(seed):
 def _family_alone(family: str, seeds: list[int]) -> None:
     for seed in seeds:
         inst = branched(seed)
-        m = build_cim_model(inst, families=(*FAITHFUL_FAMILIES, family))
+        upper = heuristic_schedule(inst).makespan if family == "window_big_m" else None
+        m = build_cim_model(inst, families=(*FAITHFUL_FAMILIES, family), upper_bound=upper)
         res = solve_model(m, rel_gap=0.0)
         assert res.status == SolveStatus.OPTIMAL, (seed, res.message)
         unit = pyo.value(m.time_unit)
@@ -294,14 +309,14 @@ def test_start_is_visible_in_highs_log_at_time_zero():
 
 @pytest.mark.solver
 def test_heuristic_is_reported_when_highs_ends_without_better(monkeypatch):
-    real = cim_mod.solve_model
+    real = HIGHS.solve
 
-    def no_incumbent(model, **kw):
-        res = real(model, **kw)
+    def no_incumbent(model, options, *, start=None):
+        res = real(model, options, start=start)
         return dataclasses.replace(res, status=SolveStatus.TIME_LIMIT_NO_SOLUTION,
                                    objective=None, gap=None)
 
-    monkeypatch.setattr(cim_mod, "solve_model", no_incumbent)
+    monkeypatch.setattr(HIGHS, "solve", no_incumbent)
     inst = branched(4)
     placed = solve_cim(inst, warm_start=True)
     assert placed.result.status == SolveStatus.TIME_LIMIT
@@ -313,7 +328,7 @@ def test_heuristic_is_reported_when_highs_ends_without_better(monkeypatch):
 
 def test_start_values_cover_every_variable():
     inst = diamond()
-    m = build_cim_model(inst, families=TIGHTENED_FAMILIES, upper_bound=None)
+    m = build_model(inst, "tightened")  # upper bound from the heuristic
     heur = heuristic_schedule(inst)
     values = start_values(m, inst, heur)
     for var in m.component_data_objects(pyo.Var):

@@ -12,10 +12,13 @@ from pim_oracles import brute_force, hybrid_cost, nest, operand, random_instance
 
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
-from placement.models.pim import PimInstance, build_pim_model, solve_pim
+from placement.models.pim import build_pim_model
+from placement.pim.instance import PimInstance
 from placement.pim.rules import rule_placement
+from placement.pim.solve import solve as solve_pim
 from placement.pim.verify import evaluate_placement, verify_pim
-from placement.solvers.highs import solve_model
+from placement.solvers.base import SolveOptions
+from placement.solvers.registry import BACKENDS
 
 SPEC = PimSpec()
 MODES = list(itertools.product(("upper_bound", "exact"), ("loop", "operator")))
@@ -146,7 +149,7 @@ def _fixed_objective(inst: PimInstance, y: dict[str, bool], copy: str) -> float:
     m = build_pim_model(inst, copy=copy)
     for k, v in y.items():
         m.pim[k].fix(int(v))
-    res = solve_model(m, rel_gap=0.0)
+    res = BACKENDS["highs"].solve(m, SolveOptions(rel_gap=0.0))
     assert res.status.has_solution
     return res.objective * pyo.value(m.time_unit)
 

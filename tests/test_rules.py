@@ -8,7 +8,7 @@ from pim_oracles import nest, operand
 from placement.devices.pim import t_pim_min
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
-from placement.models.pim import PimInstance
+from placement.pim.instance import PimInstance
 from placement.pim.rules import apply_rule, decide, rule_placement
 
 SPEC = PimSpec()

@@ -5,7 +5,7 @@ from pim_oracles import nest, operand
 
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
-from placement.models.pim import PimInstance
+from placement.pim.instance import PimInstance
 from placement.pim.rules import (
     aggregate_region,
     apply_operator_rule,

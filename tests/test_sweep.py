@@ -18,17 +18,9 @@ from placement.errors import PlacementError
 from placement.graph import load_graph
 from placement.hardware.cim import load_hardware
 from placement.profiling.host_profile import HostProfile
-from placement.sweep.run import (
-    RESULT_COLUMNS,
-    Grid,
-    ModelInput,
-    SolverOptions,
-    build_grid,
-    parse_setting,
-    parse_values,
-    plan_points,
-    run_sweep,
-)
+from placement.sweep.grid import Grid, build_grid, parse_setting, parse_values
+from placement.sweep.plan import RESULT_COLUMNS, ModelInput, SolverOptions, plan_points
+from placement.sweep.run import run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"

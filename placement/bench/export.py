@@ -9,12 +9,19 @@ it, with the instance's meaning, into a ``<file>.json`` sidecar).
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyomo.environ as pyo
 
+from placement.cim.instance import CimInstance
+from placement.cim.solve import build_model
 from placement.errors import PlacementError
+from placement.solvers.base import ModelSize
+from placement.solvers.contrib import model_size
 
 FORMATS = {".mps": "mps", ".lp": "lp"}
 
@@ -42,3 +49,45 @@ def write_model(model: pyo.Block, path: str | Path) -> Path:
         if tmp.exists():
             tmp.unlink()
     return path
+
+
+@dataclass
+class ExportedModel:
+    path: Path
+    sidecar: Path  # ``<file>.json``: what the file's variables and units mean
+    time_unit: float  # seconds per model time unit
+    size: ModelSize
+
+
+def export_model(
+    instance: CimInstance,
+    formulation: str,
+    path: str | Path,
+    *,
+    model_path: str,
+    hardware: dict[str, Any],
+) -> ExportedModel:
+    """The CIM ILP of ``instance`` (``formulation`` as for ``placement solve``) written to
+    ``path`` (.mps or .lp), with the ``<file>.json`` sidecar that says what it means."""
+    path = Path(path)
+    model = build_model(instance, formulation)
+    write_model(model, path)
+    unit = pyo.value(model.time_unit)
+    size = model_size(model)
+    sidecar = path.with_name(path.name + ".json")
+    sidecar.write_text(json.dumps({
+        "model": model_path,
+        "formulation": formulation,
+        "time_unit_seconds": unit,
+        "objective": "makespan T in time units (x time_unit_seconds = seconds)",
+        "variables": {"host[v]": "1 = operator v on the host CPU, 0 = on CIM",
+                      "start[v]": "start time", "finish[v]": "finish time",
+                      "transfer[u,v]": "1 = u and v on different devices",
+                      "order[u,v]": "1 = u before v on the host (parallel pairs)"},
+        "hardware": hardware,
+        "size": {"variables": size.variables, "binaries": size.binaries,
+                 "constraints": size.constraints},
+        "operators": len(instance.operators),
+        "parallel_pairs": len(instance.parallel_pairs),
+    }, indent=2) + "\n")
+    return ExportedModel(path, sidecar, unit, size)

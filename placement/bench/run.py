@@ -8,18 +8,20 @@ Every placement is verified (``placement.cim.verify.verify_cim``); the ``verifie
 says so per run. Host latencies are profiled once per network and cached as
 ``<out>/profiles/<network>-<sha12>.json`` (reused on rerun when the ONNX file is the same).
 
-Solvers ("modes"):
+Solvers ("modes"), every run through the one CIM pipeline
+(:func:`placement.cim.solve.solve`: same extraction, fallback and verification):
 
 * ``highs`` (default), ``scip``, ``cbc``, ``gurobi``: the Pyomo ILP of each formulation
   (``faithful``: the paper's Eqs. 5-14 as is, no start; ``tightened``: valid
   inequalities + per-pair big-M, with the list-scheduling heuristic as MIP start).
-  HiGHS runs through :func:`placement.cim.solve.solve_cim`; the others through
-  :func:`solve_cim_backend` (same extraction, fallback and verification).
-* ``cpsat``: the OR-Tools CP-SAT interval model (``placement.solvers.cpsat``); its
+* ``cpsat``: the OR-Tools CP-SAT interval model (``placement.cim.cpsat``); its
   formulation column reads ``interval`` and it runs once per point.
 * ``cpsat+highs``: CP-SAT for half the time limit; unless it proved optimality, HiGHS
   (tightened) for the rest with CP-SAT's schedule as MIP start and upper bound; the
   bound reported is the better of the two (both are valid lower bounds).
+
+A solver that fails on a run (status ``error``, or ``licence_limit`` when Gurobi's
+size-limited licence refuses the model) is a row with its message; the rest still runs.
 
 Time columns (seconds, wall clock, noisy on a shared machine): ``heuristic_s`` (the
 list-scheduling heuristic), ``build_s`` (Pyomo model build + start values, as the solve
@@ -32,10 +34,7 @@ total_s``.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
-import math
-import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -43,12 +42,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import pyomo.environ as pyo
-
-from placement.cim.instance import CimInstance
+from placement.bench.summary import (
+    LICENCE_STATUS,
+    UNAVAILABLE_STATUS,
+    format_summary,
+    summarize,
+)
+from placement.cim.instance import CimInstance, cim_instance
 from placement.cim.schedule import CimSchedule
+from placement.cim.solve import solve, unavailable_reason
 from placement.errors import PlacementError
-from placement.solvers.base import SolveResult, SolveStatus
+from placement.graph import load_graph
+from placement.hardware.cim import load_hardware, with_overrides
+from placement.networks.zoo import NETWORKS, network_path
+from placement.profiling.host_profile import HostProfile
+from placement.profiling.ort.measure import profile_model
+from placement.solvers.base import SolverError, SolveResult
+from placement.solvers.registry import MIP_BACKENDS
 
 PAPER_CROSSBARS: tuple[int, ...] = (25, 50, 100, 200)
 PAPER_T_MVM_NS: tuple[float, ...] = (50.0, 100.0, 500.0, 1000.0)
@@ -57,8 +67,8 @@ GRIDS: dict[str, tuple[tuple[int | None, float | None], ...]] = {
     "single": ((None, None),),  # the preset's own crossbars and MVM latency
 }
 FORMULATION_NAMES = ("faithful", "bounded", "tightened", "auto")
-MIP_SOLVERS = ("highs", "scip", "cbc", "gurobi")
-MODES = (*MIP_SOLVERS, "cpsat", "cpsat+highs")
+CP_MODES = ("cpsat", "cpsat+highs")
+MODES = (*MIP_BACKENDS, *CP_MODES)
 COLUMNS = (
     "network", "onnx", "hardware", "crossbars", "t_mvm_ns", "formulation", "solver", "repeat",
     "operators", "edges", "parallel_pairs", "variables", "binaries", "constraints",
@@ -66,8 +76,6 @@ COLUMNS = (
     "status", "objective_s", "bound_s", "gap", "verified", "heuristic_makespan_s",
     "cpu_only_s", "speedup", "start", "message",
 )  # fmt: skip
-LICENCE_STATUS = "licence_limit"  # Gurobi's size-limited licence refused the model
-UNAVAILABLE_STATUS = "unavailable"
 
 
 # --- one run -------------------------------------------------------------------------
@@ -85,78 +93,6 @@ class RunOutcome:
     total_seconds: float
 
 
-def solve_cim_backend(
-    instance: CimInstance,
-    solver: str,
-    *,
-    formulation: str = "faithful",
-    warm_start: bool = False,
-    start_schedule: CimSchedule | None = None,
-    time_limit: float | None = None,
-    rel_gap: float = 1e-4,
-    threads: int | None = None,
-) -> tuple[SolveResult, CimSchedule | None]:
-    """Like :func:`placement.cim.solve.solve_cim` for any MIP backend; the schedule is verified.
-
-    ``start_schedule`` (a feasible schedule, e.g. CP-SAT's) replaces the heuristic as
-    MIP start and as the upper bound of the per-pair big-M. The result's objective and
-    bound are in seconds. Raises :class:`PlacementError` if a returned schedule fails
-    verification or the solver claims infeasibility.
-    """
-    from placement.cim.heuristic import heuristic_schedule
-    from placement.cim.solve import _heuristic_placement, _tighten_incumbent
-    from placement.cim.verify import verify_cim
-    from placement.models.cim.build import (
-        build_cim_model,
-        extract_schedule,
-        formulation_families,
-        start_values,
-    )
-    from placement.solvers.registry import solve_with
-
-    families = formulation_families(formulation)
-    start_from = start_schedule
-    heuristic_seconds = 0.0
-    if start_from is None and (warm_start or "window_big_m" in families):
-        tick = time.perf_counter()
-        start_from = heuristic_schedule(instance)
-        heuristic_seconds = time.perf_counter() - tick
-    tick = time.perf_counter()
-    upper = start_from.makespan if start_from is not None else None
-    model = build_cim_model(instance, families=families, upper_bound=upper)
-    use_start = start_from is not None and (warm_start or start_schedule is not None)
-    start = start_values(model, instance, start_from) if use_start and start_from else None
-    build_seconds = time.perf_counter() - tick
-    raw = solve_with(model, solver, time_limit=time_limit, rel_gap=rel_gap, threads=threads,
-                     start=start, build_seconds=build_seconds)
-    extra: dict[str, object] = {"formulation": formulation}
-    if start_from is not None:
-        extra["heuristic_makespan"] = start_from.makespan
-        extra["heuristic_seconds"] = heuristic_seconds
-    unit = pyo.value(model.time_unit)
-    result = dataclasses.replace(
-        raw,
-        options={**raw.options, **extra},
-        objective=None if raw.objective is None else raw.objective * unit,
-        best_bound=None if raw.best_bound is None else raw.best_bound * unit,
-    )
-    if result.status == SolveStatus.INFEASIBLE:
-        raise PlacementError(f"{solver} declared the CIM model infeasible ({result.message}),"
-                             " but all-host is always feasible: solver error")
-    if result.status == SolveStatus.ERROR:
-        return result, None
-    if use_start and start_from is not None and result.status != SolveStatus.OPTIMAL:
-        if result.objective is None or result.objective > start_from.makespan:
-            placed = _heuristic_placement(instance, result, start_from, instance.cpu_only_latency)
-            return placed.result, placed.schedule
-    if not result.status.has_solution:
-        return result, None
-    schedule = extract_schedule(model, instance)
-    result = _tighten_incumbent(result, schedule)
-    verify_cim(instance, schedule, claimed_makespan=result.objective).raise_if_failed()
-    return result, schedule
-
-
 def run_one(
     instance: CimInstance,
     formulation: str,
@@ -167,80 +103,29 @@ def run_one(
     threads: int | None = None,
     warm_start: bool | None = None,
 ) -> RunOutcome:
-    """One run; ``warm_start`` None means: the heuristic start for ``tightened`` only."""
-    warm = formulation == "tightened" if warm_start is None else warm_start
+    """One run through the CIM pipeline (:func:`placement.cim.solve.solve`), verified.
+
+    ``warm_start`` None means: the heuristic start for ``tightened`` only. The CP-SAT
+    modes take no formulation (their column reads ``interval`` / ``tightened``).
+    """
     tick = time.perf_counter()
-    if solver == "highs":
-        from placement.cim.solve import solve_cim
-
-        placed = solve_cim(instance, formulation=formulation, warm_start=warm,
-                           time_limit=time_limit, rel_gap=rel_gap, threads=threads)
-        result, schedule = placed.result, placed.schedule
-    elif solver in MIP_SOLVERS:
-        result, schedule = solve_cim_backend(
-            instance, solver, formulation=formulation, warm_start=warm,
-            time_limit=time_limit, rel_gap=rel_gap, threads=threads,
-        )
-    elif solver == "cpsat":
-        from placement.solvers.cpsat import solve_cpsat
-
-        out = solve_cpsat(instance, time_limit=time_limit, rel_gap=rel_gap, threads=threads)
-        result, schedule = out.result, out.schedule
-    elif solver == "cpsat+highs":
-        result, schedule = _cpsat_then_highs(instance, time_limit, rel_gap, threads)
-    else:
-        raise PlacementError(f"unknown solver {solver!r}; known: {', '.join(MODES)}")
+    placed = solve(
+        instance,
+        formulation="auto" if solver in CP_MODES else formulation,
+        solver=solver,
+        warm_start=warm_start,
+        time_limit=time_limit,
+        rel_gap=rel_gap,
+        threads=threads,
+    )
     total = time.perf_counter() - tick
-    verified = False
-    if schedule is not None:
-        from placement.cim.verify import verify_cim
-
-        verified = verify_cim(instance, schedule, claimed_makespan=result.objective).ok
-    opts = result.options
+    opts = placed.result.options
     hs = opts.get("heuristic_seconds")
     hm = opts.get("heuristic_makespan")
-    return RunOutcome(result, schedule, verified, float(hs) if hs is not None else 0.0,
+    verified = placed.verification is not None and placed.verification.ok
+    return RunOutcome(placed.result, placed.schedule, verified,
+                      float(hs) if hs is not None else 0.0,
                       float(hm) if hm is not None else None, total)
-
-
-def _cpsat_then_highs(
-    instance: CimInstance, time_limit: float, rel_gap: float, threads: int | None
-) -> tuple[SolveResult, CimSchedule | None]:
-    """CP-SAT for half the limit; if not proven, HiGHS (tightened) from its incumbent."""
-    from placement.solvers.cpsat import solve_cpsat
-
-    tick = time.perf_counter()
-    first = solve_cpsat(instance, time_limit=time_limit / 2, rel_gap=rel_gap, threads=threads)
-    r1 = first.result
-    heur_s = r1.options.get("heuristic_seconds", 0.0)
-    if r1.status == SolveStatus.OPTIMAL or first.schedule is None:
-        return dataclasses.replace(r1, solver="cpsat+highs"), first.schedule
-    left = max(time_limit - (time.perf_counter() - tick), 1.0)
-    r2, sched = solve_cim_backend(instance, "highs", formulation="tightened",
-                                  start_schedule=first.schedule, time_limit=left,
-                                  rel_gap=rel_gap, threads=threads)
-    if sched is None:
-        sched = first.schedule
-    obj = sched.makespan if sched is not None else None
-    bounds = [b for b in (r1.best_bound, r2.best_bound) if b is not None]
-    bound = max(bounds) if bounds else None
-    gap = None
-    if obj is not None and bound is not None:
-        gap = max(obj - bound, 0.0) / obj if obj > 0 else 0.0
-    status = r2.status
-    if status != SolveStatus.OPTIMAL and gap is not None and gap <= rel_gap:
-        status = SolveStatus.OPTIMAL  # the two bounds together prove it
-    if status == SolveStatus.ERROR and sched is not None:
-        status = SolveStatus.TIME_LIMIT  # HiGHS failed; CP-SAT's verified schedule stands
-    message = "; ".join(m for m in (r1.message, r2.message) if m)
-    options = {**r2.options, "cpsat_seconds": r1.solve_seconds, "cpsat_bound": r1.best_bound,
-               "heuristic_seconds": heur_s,
-               "heuristic_makespan": r1.options.get("heuristic_makespan")}
-    return dataclasses.replace(
-        r2, status=status, solver="cpsat+highs", objective=obj, best_bound=bound, gap=gap,
-        build_seconds=r1.build_seconds + r2.build_seconds,
-        solve_seconds=r1.solve_seconds + r2.solve_seconds, message=message, options=options,
-    ), sched
 
 
 # --- the instance set ----------------------------------------------------------------
@@ -257,8 +142,6 @@ class BenchNetwork:
 
 def resolve_network(spec: str) -> tuple[str, Path]:
     """A zoo name (int8 network, generated and cached on first use) or an ONNX path."""
-    from placement.networks.zoo import NETWORKS, network_path
-
     if spec in NETWORKS:
         return spec, network_path(spec, int8=True)
     path = Path(spec)
@@ -272,10 +155,6 @@ def resolve_network(spec: str) -> tuple[str, Path]:
 def load_network(spec: str, out_dir: Path, *, runs: int = 20, warmup: int = 5,
                  log: Callable[[str], None] = lambda _: None) -> BenchNetwork:
     """Ingest and profile once; the profile JSON is cached under ``out_dir/profiles``."""
-    from placement.graph import load_graph
-    from placement.profiling.host_profile import HostProfile
-    from placement.profiling.ort.measure import profile_model
-
     name, path = resolve_network(spec)
     graph = load_graph(path)
     cache = out_dir / "profiles" / f"{name}-{graph.sha256[:12]}.json"
@@ -314,9 +193,6 @@ def grid_instances(
     net: BenchNetwork, hardware: str, grid: str
 ) -> Iterable[tuple[int, float, CimInstance | PlacementError]]:
     """(crossbars, t_mvm_ns, instance or the error building it) per grid point."""
-    from placement.cim.instance import cim_instance
-    from placement.hardware.cim import load_hardware, with_overrides
-
     base = load_hardware(hardware)
     for crossbars, t_mvm in parse_grid(grid):
         hw = with_overrides(base, crossbars=crossbars, t_mvm_ns=t_mvm)
@@ -342,23 +218,10 @@ def combos(formulations: Sequence[str], solvers: Sequence[str]) -> list[tuple[st
 
 def check_solvers(solvers: Sequence[str]) -> dict[str, str | None]:
     """Unavailable reason per requested solver (None = usable); unknown names raise."""
-    from placement.solvers.cpsat import cpsat_unavailable
-    from placement.solvers.registry import available_solvers
-
     unknown = [s for s in solvers if s not in MODES]
     if unknown:
         raise PlacementError(f"unknown solver {unknown[0]!r}; known: {', '.join(MODES)}")
-    mip = available_solvers()
-    cp = cpsat_unavailable()
-    reasons: dict[str, str | None] = {}
-    for s in solvers:
-        if s == "cpsat":
-            reasons[s] = cp
-        elif s == "cpsat+highs":
-            reasons[s] = cp or mip["highs"]
-        else:
-            reasons[s] = mip[s]
-    return reasons
+    return {s: unavailable_reason(s) for s in solvers}
 
 
 def run_bench(
@@ -449,14 +312,21 @@ def _fill_run(row: dict[str, Any], inst: CimInstance, formulation: str, solver: 
     try:
         out = run_one(inst, formulation, solver, time_limit=time_limit, rel_gap=rel_gap,
                       threads=threads)
+    except SolverError as exc:  # the solver failed (or a size-limited licence refused)
+        r = exc.result
+        row.update(
+            status=LICENCE_STATUS if r.options.get("licence_limit") else "error",
+            variables=r.size.variables, binaries=r.size.binaries,
+            constraints=r.size.constraints, build_s=r.build_seconds, solve_s=r.solve_seconds,
+            total_s=time.perf_counter() - tick, verified=False, message=r.message,
+        )
+        return
     except PlacementError as exc:  # includes a failed verification: a bug to report
         row.update(status="error", verified=False, total_s=time.perf_counter() - tick,
                    message=str(exc))
         return
     r = out.result
     status = r.status.value
-    if r.options.get("licence_limit"):
-        status = LICENCE_STATUS
     overhead = max(out.total_seconds - out.heuristic_seconds - r.solve_seconds, 0.0)
     makespan = out.schedule.makespan if out.schedule is not None else None
     row.update(
@@ -508,82 +378,3 @@ def _csv_value(value: Any) -> Any:
     if isinstance(value, float):
         return f"{value:.9g}"
     return value
-
-
-# --- Table I --------------------------------------------------------------------------
-
-
-def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One line per (network, hardware, formulation, solver), over grid points and repeats."""
-    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
-    for row in rows:
-        key = (row["network"], row["hardware"], row["formulation"], row["solver"])
-        groups.setdefault(key, []).append(row)
-    out = []
-    for (net, hw, form, solver), rs in groups.items():
-        ran = [r for r in rs if r.get("total_s") is not None and r["status"] not in
-               (UNAVAILABLE_STATUS, LICENCE_STATUS)]
-        gaps = [r["gap"] for r in ran if r.get("gap") is not None]
-        statuses = sorted({r["status"] for r in rs})
-        out.append({
-            "network": net, "hardware": hw, "formulation": form, "solver": solver,
-            "operators": _first(rs, "operators"),
-            "variables": _max(rs, "variables"), "binaries": _max(rs, "binaries"),
-            "constraints": _max(rs, "constraints"),
-            "runs": len(rs),
-            "optimal": sum(1 for r in rs if r["status"] == "optimal"),
-            "verified": sum(1 for r in rs if r["verified"]),
-            "mean_total_s": _mean([r["total_s"] for r in ran]),
-            "max_total_s": max((r["total_s"] for r in ran), default=None),
-            "mean_solve_s": _mean([r["solve_s"] for r in ran if r.get("solve_s") is not None]),
-            "mean_gap": _mean(gaps), "max_gap": max(gaps, default=None),
-            "no_gap_runs": len(ran) - len(gaps),
-            "mean_build_share": _mean([r["build_share"] for r in ran
-                                       if r.get("build_share") is not None]),
-            "statuses": ",".join(statuses),
-        })
-    return out
-
-
-def _first(rows: Sequence[dict[str, Any]], key: str) -> Any:
-    return next((r[key] for r in rows if r.get(key) is not None), None)
-
-
-def _max(rows: Sequence[dict[str, Any]], key: str) -> Any:
-    vals = [r[key] for r in rows if r.get(key) is not None]
-    return max(vals) if vals else None
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return statistics.fmean(values) if values else None
-
-
-def _pct(v: float | None) -> float | None:
-    return None if v is None else 100 * v
-
-
-def format_summary(summary: Sequence[dict[str, Any]]) -> list[str]:
-    """The Table-I-shaped text table (gaps in %, times in s)."""
-    w = max([14, *(len(str(s["network"])) + 2 for s in summary)])
-    head = (f"{'network':<{w}}{'hw':<10}{'formulation':<12}{'solver':<12}{'ops':>5}{'vars':>7}"
-            f"{'bins':>7}{'rows':>7}{'mean s':>9}{'max s':>9}{'mean gap%':>10}{'max gap%':>9}"
-            f"{'opt/pts':>9}{'verif':>7}{'build%':>7}")
-    lines = [head, "-" * len(head)]
-
-    def num(v: Any, fmt: str) -> str:
-        return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
-
-    for s in summary:
-        lines.append(
-            f"{s['network']:<{w}}{s['hardware']:<10}{s['formulation']:<12}{s['solver']:<12}"
-            f"{num(s['operators'], 'd'):>5}{num(s['variables'], 'd'):>7}"
-            f"{num(s['binaries'], 'd'):>7}{num(s['constraints'], 'd'):>7}"
-            f"{num(s['mean_total_s'], '.3f'):>9}{num(s['max_total_s'], '.2f'):>9}"
-            f"{num(None if s['mean_gap'] is None else 100 * s['mean_gap'], '.3f'):>10}"
-            f"{num(None if s['max_gap'] is None else 100 * s['max_gap'], '.3f'):>9}"
-            f"{s['optimal']:>5}/{s['runs']:<3}{s['verified']:>7}"
-            f"{num(_pct(s['mean_build_share']), '.1f'):>7}"
-            + ("" if s["statuses"] in ("optimal", "optimal,time_limit", "time_limit")
-               else f"  [{s['statuses']}]")
-        )
-    return lines

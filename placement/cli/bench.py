@@ -1,10 +1,9 @@
-"""``placement bench`` and ``placement export`` (conventions of :mod:`placement.cli`:
-progress on stderr, tables on stdout, user errors as one-line PlacementErrors)."""
+"""``placement bench``: networks x DSE grid x formulations x solvers, Table-I style
+(engine: :mod:`placement.bench.run`)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from placement.errors import PlacementError
 
 
 def register(sub: Any) -> None:
-    """Add the ``bench`` and ``export`` subcommands to the ``placement`` parser."""
+    """Add ``bench`` to the ``placement`` parser's subcommands."""
     from placement.bench.run import FORMULATION_NAMES, GRIDS, MODES
 
     bench = sub.add_parser(
@@ -53,39 +52,16 @@ def register(sub: Any) -> None:
     bench.add_argument("-o", "--output", default="bench_out", metavar="DIR",
                        help="output directory (default bench_out)")
     bench.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    bench.set_defaults(handler=cmd_bench)
-
-    export = sub.add_parser(
-        "export",
-        help="write the placement ILP of a model as MPS or LP for another solver",
-        description="Build the CIM placement ILP of an ONNX model (as 'solve' would) and write"
-        " it as MPS or LP (by the suffix of -o) with symbolic names. Times in the file are in"
-        " the model's unit (printed, and written to OUT.json): objective x unit = seconds.",
-    )
-    export.add_argument("model", help="ONNX file with static shapes")
-    export.add_argument("-o", "--output", required=True, metavar="FILE.mps|FILE.lp")
-    export.add_argument("--target", choices=["cim"], default="cim",
-                        help="accelerator kind (only cim has an exportable ILP here)")
-    export.add_argument("--formulation", choices=list(FORMULATION_NAMES), default="tightened",
-                        help="faithful: Eqs. 5-14; tightened (default): with valid inequalities"
-                        " and the heuristic's makespan as the row T <= UB")
-    from placement.cli import _profiling_options, cim_hardware_options
-
-    cim_hardware_options(export)
-    prof = export.add_argument_group("host latencies")
-    prof.add_argument("--profile", metavar="FILE", help="a saved profile instead of measuring")
-
-    _profiling_options(prof)
-    export.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    export.set_defaults(handler=cmd_export)
+    bench.set_defaults(handler=run)
 
 
 def _split(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from placement.bench.run import check_solvers, format_summary, run_bench, summarize
+def run(args: argparse.Namespace) -> int:
+    from placement.bench.run import check_solvers, run_bench
+    from placement.bench.summary import format_summary, summarize
 
     if not args.time_limit > 0:
         raise PlacementError(f"--time-limit must be positive, got {args.time_limit}")
@@ -125,53 +101,4 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"placement: error: {len(failed)} run(s) failed; see the message column of"
               f" {out / 'runs.csv'}", file=sys.stderr)
         return 1
-    return 0
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    import pyomo.environ as pyo
-
-    from placement.bench.export import FORMATS, write_model
-    from placement.cim.instance import cim_instance
-    from placement.cli import _check_override_flags, _hardware, _info, _measure
-    from placement.graph import load_graph
-    from placement.models.cim.build import build_cim_model, formulation_families
-    from placement.profiling.host_profile import HostProfile
-    from placement.solvers.highs import model_size
-
-    out = Path(args.output)
-    if out.suffix.lower() not in FORMATS:
-        raise PlacementError(f"{out}: the output must end in .mps or .lp")
-    _check_override_flags(args)
-    graph = load_graph(args.model)
-    if args.profile:
-        profile = HostProfile.load(args.profile)
-        profile.check_matches(graph.sha256, graph.path)
-    else:
-        profile = _measure(args, graph.path)
-    hw = _hardware(args, profile.metadata.get("machine"))
-    instance = cim_instance(graph, profile.latencies, hw.cim)
-    model = build_cim_model(instance, families=formulation_families(args.formulation))
-    write_model(model, out)
-    unit = pyo.value(model.time_unit)
-    size = model_size(model)
-    sidecar = out.with_name(out.name + ".json")
-    sidecar.write_text(json.dumps({
-        "model": str(graph.path),
-        "formulation": args.formulation,
-        "time_unit_seconds": unit,
-        "objective": "makespan T in time units (x time_unit_seconds = seconds)",
-        "variables": {"host[v]": "1 = operator v on the host CPU, 0 = on CIM",
-                      "start[v]": "start time", "finish[v]": "finish time",
-                      "transfer[u,v]": "1 = u and v on different devices",
-                      "order[u,v]": "1 = u before v on the host (parallel pairs)"},
-        "hardware": hw.to_json(),
-        "size": {"variables": size.variables, "binaries": size.binaries,
-                 "constraints": size.constraints},
-        "operators": len(instance.operators),
-        "parallel_pairs": len(instance.parallel_pairs),
-    }, indent=2) + "\n")
-    _info(args, f"{size.variables} variables ({size.binaries} binary), {size.constraints} rows")
-    print(f"wrote {out} ({args.formulation}; objective x {unit:g} = makespan in seconds)"
-          f" and {sidecar}")
     return 0

@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+from placement.cli.common import info, measure_host, measure_nests, profiling_options
 from placement.errors import PlacementError
 
 # Convenience flags -> grid keys (file units); every key is also reachable with --set.
@@ -36,7 +37,7 @@ examples:
 Interrupted? Run the same command again: the finished points (DIR/points.jsonl) are
 kept and only the others are solved. Results: DIR/points.csv and DIR/points.json (one
 row per point), DIR/schedules/<point_id>.json, DIR/manifest.json; the column schema is
-documented in placement/sweep.py. Dask workers must have the placement package
+documented in placement/sweep/run.py. Dask workers must have the placement package
 installed (same version). exit codes: 0 done (failed points are reported as rows with
 status 'error' and a warning), 1 error, 2 usage error, 130 interrupted (resumable)."""
 
@@ -112,9 +113,7 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="saved (nest) profile, repeatable; matched to its model by SHA-256",
     )
-    from placement.cli import _profiling_options
-
-    _profiling_options(prof)
+    profiling_options(prof)
     sol = p.add_argument_group("solver (HiGHS, per point)")
     sol.add_argument("--time-limit", type=float, default=600.0, help="seconds (default 600)")
     sol.add_argument("--gap", type=float, default=1e-4, help="relative MIP gap (default 1e-4)")
@@ -154,7 +153,7 @@ def _default_workers() -> int:
 
 def grid_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~placement.sweep.run.Grid` the command line describes (checked)."""
-    from placement.sweep.run import Grid, parse_setting, parse_values
+    from placement.sweep.grid import Grid, parse_setting, parse_values
 
     target = args.target
     own, other = (CIM_FLAGS, PIM_FLAGS) if target == "cim" else (PIM_FLAGS, CIM_FLAGS)
@@ -178,14 +177,16 @@ def grid_from_args(args: argparse.Namespace) -> Any:
 
         hardware = [default_preset_for()]
     else:
-        from placement.cli.pim import DEFAULT_PIM_HARDWARE
+        from placement.hardware.pim import DEFAULT_PIM_PRESET
 
-        hardware = [DEFAULT_PIM_HARDWARE]
+        hardware = [DEFAULT_PIM_PRESET]
     return Grid(target, tuple(hardware), tuple(params))
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from placement.sweep.run import SolverOptions, SweepStore, run_sweep
+    from placement.sweep.plan import SolverOptions
+    from placement.sweep.run import run_sweep
+    from placement.sweep.store import SweepStore
 
     grid = grid_from_args(args)
     options = SolverOptions(
@@ -214,7 +215,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
             scheduler_timeout=args.scheduler_timeout,
             force=args.force,
-            info=lambda text: _info(args, text),
+            info=lambda text: info(args, text),
             progress=progress,
         )
     except KeyboardInterrupt:
@@ -229,7 +230,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     progress.close()
     for line in summary_lines(result):
         print(line)
-    _info(
+    info(
         args,
         f"{len(result.rows)} points ({result.solved} solved now, {result.resumed} resumed)"
         f" in {result.seconds:.1f} s; wrote {result.store.csv_path}, {result.store.json_path}",
@@ -247,7 +248,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def summary_lines(result: Any) -> list[str]:
     """One line per point: the parameters, status, objective beside CPU-only, speed-up."""
     from placement.pim.rules import fmt_time
-    from placement.sweep.run import ID_COLUMNS, RESULT_COLUMNS
+    from placement.sweep.plan import ID_COLUMNS, RESULT_COLUMNS
 
     keys = [c for c in result.columns if c not in (*ID_COLUMNS, *RESULT_COLUMNS)]
     header = f"{'model':<20}{'hardware':<14}" + "".join(f"{k:>14}" for k in keys)
@@ -318,15 +319,6 @@ def _measure(args: argparse.Namespace, path: str) -> Any:
     """Profile one model on this machine, with the progress output of ``placement profile``."""
     one = argparse.Namespace(**{**vars(args), "model": path})
     if args.target == "cim":
-        from placement.cli import _measure as measure_host
-
-        _info(args, f"{path}: profiling with ONNX Runtime ...")
+        info(args, f"{path}: profiling with ONNX Runtime ...")
         return measure_host(one, path)
-    from placement.cli.pim import _profile
-
-    return _profile(one)
-
-
-def _info(args: argparse.Namespace, text: str) -> None:
-    if not getattr(args, "quiet", False):
-        print(text, file=sys.stderr)
+    return measure_nests(one)

@@ -188,11 +188,15 @@ class PimHardware:
         }
 
 
+#: The PIM machine used when none is named (the paper's Table 2 platform).
+DEFAULT_PIM_PRESET = "pim-icelake"
+
+
 def pim_preset_names() -> list[str]:
     return preset_names(pim=True)
 
 
-def load_pim_hardware(name_or_path: str | Path = "pim-icelake") -> PimHardware:
+def load_pim_hardware(name_or_path: str | Path = DEFAULT_PIM_PRESET) -> PimHardware:
     """Load a PIM preset by name, or a TOML file by path."""
     text, source = _read_source(str(name_or_path))
     return _parse(text, source, seen=())

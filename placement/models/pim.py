@@ -68,119 +68,55 @@ tolerances are negligible.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, TextIO
+from typing import Any, Protocol
 
 import pyomo.environ as pyo
 
-from placement.devices.pim import HybridTime, check_cores, speedup, t_pim
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
+from placement.models.common import power_of_ten_unit
 from placement.nests import LoopNest
-from placement.pim.verify import PimVerification, check_mode, verify_pim
-from placement.solvers.base import SolveResult, SolveStatus
-from placement.solvers.highs import solve_model
 
 _DECADE = 4  # the objective's upper bound lands in [1e4, 1e5) model units
 
+COPY_MODES = ("upper_bound", "exact")
+GRANULARITIES = ("loop", "operator")
 
-@dataclass(frozen=True)
-class PimInstance:
-    """Plain data for the loop-nest placement model. All times in seconds.
 
-    ``t_cpu``: measured host time of every nest (all invocations). ``t_pim``:
-    optional PIM times (e.g. simulated) overriding the analytical model of
-    ``placement.devices.pim`` for the nests it names. ``counters``: optional
-    Table 1 events per nest, used only by the threshold rule. ``n_cores``
-    defaults to ``spec.cores``.
-    """
-
-    nests: tuple[LoopNest, ...]
-    t_cpu: Mapping[str, float]
-    spec: PimSpec
-    n_cores: int | None = None  # None: spec.cores; always an int after construction
-    t_pim: Mapping[str, float] | None = None
-    counters: Mapping[str, Mapping[str, float] | None] | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "nests", tuple(self.nests))
-        cores = self.spec.cores if self.n_cores is None else self.n_cores
-        object.__setattr__(self, "n_cores", check_cores(cores))
-        if not self.nests:
-            raise PlacementError("the PIM instance has no loop nests")
-        seen: set[str] = set()
-        last = None
-        for n in self.nests:
-            if n.id in seen:
-                raise PlacementError(f"nest id {n.id!r} appears twice")
-            seen.add(n.id)
-            if last is not None and n.index <= last:
-                raise PlacementError(
-                    f"nest {n.id!r}: nests must be in program order (index {n.index} after {last})"
-                )
-            last = n.index
-            if n.trip_count < 1 or n.n_iter < 0 or n.n_total < n.n_iter:
-                raise PlacementError(
-                    f"nest {n.id!r}: need trip_count >= 1 and 0 <= n_iter <= n_total"
-                )
-        _check_times(self.t_cpu, seen, "T_cpu", required=True)
-        if self.t_pim is not None:
-            _check_times(self.t_pim, seen, "T_pim", required=False)
-        if self.counters is not None:
-            unknown = [k for k in self.counters if k not in seen]
-            if unknown:
-                raise PlacementError(f"counters given for unknown nest {unknown[0]!r}")
-
-    @cached_property
-    def pim_times(self) -> dict[str, float]:
-        """T_pim(N) per nest: the override if given, else the analytical model."""
-        given = self.t_pim or {}
-        return {
-            n.id: float(given[n.id]) if n.id in given else t_pim(n, self.spec, self.n_cores)
-            for n in self.nests
-        }
-
-    def pim_time(self, nest_id: str) -> float:
-        return self.pim_times[nest_id]
+class PimProblem(Protocol):
+    """What the model reads from an instance (:class:`placement.pim.instance.PimProblem`)."""
 
     @property
-    def cpu_only(self) -> float:
-        return math.fsum(self.t_cpu[n.id] for n in self.nests)
+    def nests(self) -> tuple[LoopNest, ...]: ...
 
-    def with_cores(self, n_cores: int) -> PimInstance:
-        """The same program on ``n_cores`` PIM cores (analytical T_pim recomputed)."""
-        return dataclasses.replace(self, n_cores=n_cores)
+    @property
+    def t_cpu(self) -> Mapping[str, float]: ...
 
-    def operator_groups(self) -> list[list[str]]:
-        """Nest ids sharing one decision at operator granularity (singletons for unknown nodes)."""
-        groups: dict[str, list[str]] = {}
-        out: list[list[str]] = []
-        for n in self.nests:
-            if not n.onnx_node:
-                out.append([n.id])
-                continue
-            if n.onnx_node not in groups:
-                groups[n.onnx_node] = []
-                out.append(groups[n.onnx_node])
-            groups[n.onnx_node].append(n.id)
-        return out
+    @property
+    def spec(self) -> PimSpec: ...
+
+    @property
+    def cpu_only(self) -> float: ...
+
+    @property
+    def pim_times(self) -> Mapping[str, float]: ...
+
+    def pim_time(self, nest_id: str) -> float: ...
+
+    def operator_groups(self) -> list[list[str]]: ...
 
 
-def _check_times(table: Mapping[str, float], ids: set[str], what: str, *, required: bool) -> None:
-    for key in table:
-        if key not in ids:
-            raise PlacementError(f"{what} given for unknown nest {key!r}")
-    for nid in sorted(ids) if required else table:
-        if nid not in table:
-            raise PlacementError(f"nest {nid!r} has no {what}")
-        t = table[nid]
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-            raise PlacementError(f"nest {nid!r}: {what} must be a time >= 0 s, got {t!r}")
+def check_mode(copy: str, granularity: str) -> None:
+    """One-line errors for an unknown copy accounting or granularity."""
+    if copy not in COPY_MODES:
+        raise PlacementError(f"unknown copy accounting {copy!r}; known: {', '.join(COPY_MODES)}")
+    if granularity not in GRANULARITIES:
+        raise PlacementError(
+            f"unknown granularity {granularity!r}; known: {', '.join(GRANULARITIES)}"
+        )
 
 
 # --- copy bookkeeping -------------------------------------------------------------------
@@ -264,7 +200,7 @@ def _exact_terms(nests: tuple[LoopNest, ...]) -> _ExactTerms:
 # --- model ------------------------------------------------------------------------------
 
 
-def time_unit_for(instance: PimInstance) -> float:
+def time_unit_for(instance: PimProblem) -> float:
     """Seconds per model unit: a power of ten putting an objective upper bound in [1e4, 1e5)."""
     spec = instance.spec
     bound = (
@@ -274,11 +210,11 @@ def time_unit_for(instance: PimInstance) -> float:
         + sum(n.flush_bytes for n in instance.nests) / spec.writeback_bandwidth
         + (len(instance.nests) + 1) * spec.t_sw
     )
-    return 10.0 ** (math.floor(math.log10(bound)) - _DECADE)
+    return power_of_ten_unit(bound, _DECADE)
 
 
 def build_pim_model(
-    instance: PimInstance, *, copy: str = "upper_bound", granularity: str = "loop"
+    instance: PimProblem, *, copy: str = "upper_bound", granularity: str = "loop"
 ) -> pyo.ConcreteModel:
     """Minimize Eq. 9 over host/PIM decisions of ``instance``'s nests (see module docstring)."""
     check_mode(copy, granularity)
@@ -386,107 +322,4 @@ def extract_decisions(model: pyo.ConcreteModel) -> dict[str, bool]:
     return out
 
 
-# --- solve ------------------------------------------------------------------------------
 
-
-@dataclass
-class PimPlacement:
-    instance: PimInstance
-    copy: str
-    granularity: str
-    result: SolveResult  # objective and bound in seconds
-    on_pim: dict[str, bool] | None  # None when the solver found no solution
-    hybrid: HybridTime | None  # recomputed by the verifier from the decisions
-    verification: PimVerification | None
-
-    @property
-    def cpu_only(self) -> float:
-        return self.instance.cpu_only
-
-    @property
-    def speedup(self) -> float | None:
-        return None if self.hybrid is None else speedup(self.cpu_only, self.hybrid.total)
-
-    def to_json(self) -> dict[str, Any]:
-        s = self.speedup
-        return {
-            "copy": self.copy,
-            "granularity": self.granularity,
-            "n_cores": self.instance.n_cores,
-            "nests": len(self.instance.nests),
-            "result": self.result.to_json(),
-            "cpu_only": self.cpu_only,
-            "hybrid": None if self.hybrid is None else self.hybrid.to_json(),
-            "speedup": None if s is None or math.isinf(s) else s,
-            "decisions": None
-            if self.on_pim is None
-            else {k: ("pim" if v else "host") for k, v in self.on_pim.items()},
-            "verification": None if self.verification is None else self.verification.to_json(),
-        }
-
-
-def solve_pim(
-    instance: PimInstance,
-    *,
-    copy: str = "upper_bound",
-    granularity: str = "loop",
-    model: pyo.ConcreteModel | None = None,
-    time_limit: float | None = None,
-    rel_gap: float = 1e-6,
-    threads: int | None = None,
-    tee: bool | list[TextIO] = False,
-) -> PimPlacement:
-    """Minimum-Eq.-9 placement of ``instance`` (best found under a time limit), verified.
-
-    ``model`` may be a model from ``build_pim_model`` with the same options that
-    the caller extended; the verifier checks Eq. 9 of the returned decisions.
-    """
-    if model is not None:  # a caller's model: verify it under the options it was built with
-        copy = getattr(model, "copy_mode", copy)
-        granularity = getattr(model, "granularity", granularity)
-    check_mode(copy, granularity)
-    tick = time.perf_counter()
-    if model is None:
-        model = build_pim_model(instance, copy=copy, granularity=granularity)
-    build_seconds = time.perf_counter() - tick
-    raw = solve_model(
-        model, time_limit=time_limit, rel_gap=rel_gap, threads=threads,
-        build_seconds=build_seconds, tee=tee,
-    )
-    unit = pyo.value(model.time_unit)
-    result = dataclasses.replace(
-        raw,
-        objective=None if raw.objective is None else raw.objective * unit,
-        best_bound=None if raw.best_bound is None else raw.best_bound * unit,
-    )
-    if result.status == SolveStatus.ERROR:
-        raise PlacementError(f"the PIM model could not be solved: {result.message}")
-    if result.status == SolveStatus.INFEASIBLE:
-        raise PlacementError(
-            f"HiGHS declared the PIM model infeasible ({result.message}), but placing every"
-            " nest on the host is always feasible: solver error"
-        )
-    if not result.status.has_solution:
-        return PimPlacement(instance, copy, granularity, result, None, None, None)
-
-    on_pim = extract_decisions(model)
-    assert result.objective is not None
-    claimed = result.objective
-    if result.status == SolveStatus.TIME_LIMIT:
-        # An incumbent's continuous switch/copy variables may sit above their minimum;
-        # the decisions' own Eq. 9 is then what it achieves.
-        check = verify_pim(instance, on_pim, copy=copy, granularity=granularity)
-        if check.recomputed is not None and check.recomputed.total < claimed:
-            claimed = check.recomputed.total
-            result = dataclasses.replace(
-                result,
-                objective=claimed,
-                message=f"{result.message}; incumbent lowered to its decisions' Eq. 9".lstrip("; "),
-            )
-    verification = verify_pim(
-        instance, on_pim, copy=copy, granularity=granularity, claimed=claimed
-    )
-    verification.raise_if_failed()
-    return PimPlacement(
-        instance, copy, granularity, result, on_pim, verification.recomputed, verification
-    )

@@ -1,46 +1,37 @@
-"""The CPU + PIM pipeline end to end, for the CLI and the Python API.
+"""The PIM pipeline up to the instance: lower a model, profile its nests, attach counters.
 
-``profile_nests``: lower a model (.onnx, or .mlir at linalg-on-tensors level), time
-every loop nest in the MLIR JIT (checking the JIT's outputs against ONNX Runtime for
-.onnx), and read the Table 1 counters per nest where the host exposes them.
+``lower_model``: a model (.onnx, or .mlir at linalg-on-tensors level) lowered with
+torch-mlir to its loop nests. ``profile_nests``: every nest timed in the MLIR JIT
+(the JIT's outputs checked against ONNX Runtime for .onnx), and the Table 1 counters
+per nest where the host exposes them. ``with_counters_file``: counters measured
+elsewhere. ``instance``: the profile and a PIM spec as the plain data the rule and the
+model take (``placement.pim.solve`` solves it).
 
-``solve_pim_for_cores``: for each PIM core count, the threshold rule's decisions
-(Eqs. 1-7), the rule's own hybrid time (Eq. 9), and the Eq.-9-optimal placement from
-the loop-nest model, verified.
-
-``pim_document``: the JSON document of a solve. Derived values that are estimated
-rather than measured carry ``"estimated": true`` next to the value.
+torch-mlir is imported only when a model is lowered or timed (about 0.3 s), so the
+CIM path and loading saved profiles never pay for it.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from placement.devices.pim import HybridTime, speedup
 from placement.errors import PlacementError
-from placement.hardware.pim import PimHardware, PimSpec
+from placement.hardware.pim import PimSpec
 from placement.io import file_sha256
-from placement.models.pim import PimInstance, PimPlacement, solve_pim
-from placement.nests import LoopNest
-from placement.pim.rules import (
-    BACKEND_EVENTS,
-    EV_BOUND_ON_STORES,
-    EV_OFFCORE_RD,
-    RuleDecision,
-    rule_placement,
+from placement.pim.instance import PimInstance
+from placement.profiling.counters import (
+    CountersUnavailable,
+    count_nests,
+    load_counters,
+    table1_events,
 )
-from placement.pim.verify import check_mode, evaluate_placement
 from placement.profiling.host import host_description
 from placement.profiling.nest_profile import FILE, MEASURED, UNAVAILABLE, NestProfile
-
-RESULT_FORMAT = "placement-pim-result"
-RESULT_VERSION = 1
 
 Progress = Callable[[str, int, int], None]  # (phase "timing"|"counters", done, total)
 
@@ -83,8 +74,7 @@ def profile_nests(
     ``program`` may be a program already lowered from ``path`` (saves ~0.2 s).
     ``counters=False`` skips the counter run (recorded as unavailable: not requested).
     """
-    from placement.profiling.counters import CountersUnavailable, count_nests, table1_events
-    from placement.profiling.nest_timing import time_nests
+    from placement.profiling.nest_timing import time_nests  # loads torch-mlir
 
     path = Path(path)
     if runs < 1 or warmup < 0:
@@ -151,194 +141,17 @@ def profile_nests(
 
 def with_counters_file(profile: NestProfile, path: str | Path) -> NestProfile:
     """The profile with counters loaded from ``path`` (CSV/JSON keyed by nest id)."""
-    from dataclasses import replace
-
-    from placement.profiling.counters import load_counters
-
     table = load_counters(path, profile.nest_ids)
     meta = dict(profile.metadata, counters_file=str(path))
     return replace(profile, counters=table, counter_source=FILE, metadata=meta)
 
 
-# --------------------------------------------------------------------------- solving
-
-
-@dataclass
-class CoreResult:
-    """Everything decided for one PIM core count."""
-
-    cores: int
-    rule: dict[str, RuleDecision]  # nest id -> decision, program order
-    rule_hybrid: HybridTime  # Eq. 9 of the rule's placement (same copy accounting)
-    placement: PimPlacement  # the Eq.-9-optimal placement (verified)
-
-    @property
-    def rule_speedup(self) -> float:
-        return speedup(self.placement.cpu_only, self.rule_hybrid.total)
-
-    @property
-    def rule_on_pim(self) -> list[str]:
-        return [k for k, d in self.rule.items() if d.on_pim]
-
-    @property
-    def model_on_pim(self) -> list[str] | None:
-        if self.placement.on_pim is None:
-            return None
-        return [k for k, v in self.placement.on_pim.items() if v]
-
-
-def solve_pim_for_cores(
-    profile: NestProfile,
-    hw: PimHardware | PimSpec,
-    cores: Sequence[int],
-    copy: str = "upper_bound",
-    granularity: str = "loop",
-    allow_estimates: bool = False,
-    *,
-    time_limit: float | None = None,
-    rel_gap: float = 1e-6,
-    threads: int | None = None,
-    tee: bool | list[TextIO] = False,
-    progress: Callable[[int], None] | None = None,
-) -> list[CoreResult]:
-    """Rule and optimal placement for every core count in ``cores`` (in the order given).
-
-    The rule is per nest at any ``granularity`` (the paper's rule); its placement is
-    evaluated with the same ``copy`` accounting as the model, so the two compare.
-    """
-    check_mode(copy, granularity)
-    spec = hw.pim if isinstance(hw, PimHardware) else hw
-    if not cores:
-        raise PlacementError("no PIM core counts given")
-    base = PimInstance(
-        nests=tuple(profile.nests),
-        t_cpu=profile.t_cpu,
-        spec=spec,
-        n_cores=cores[0],
+def instance(profile: NestProfile, spec: PimSpec, cores: int | None = None) -> PimInstance:
+    """The instance of ``profile`` on the PIM machine ``spec`` (``cores``: else the spec's)."""
+    return PimInstance(
+        nests=tuple(profile.nests), t_cpu=profile.t_cpu, spec=spec, n_cores=cores,
         counters=profile.counters,
-    )
-    out: list[CoreResult] = []
-    for n in cores:
-        if progress is not None:
-            progress(n)
-        instance = base.with_cores(n)
-        rule = rule_placement(instance, allow_estimates=allow_estimates)
-        rule_hybrid = evaluate_placement(
-            instance, {k: d.on_pim for k, d in rule.items()}, copy=copy
-        )
-        placement = solve_pim(
-            instance, copy=copy, granularity=granularity, time_limit=time_limit,
-            rel_gap=rel_gap, threads=threads, tee=tee,
-        )  # fmt: skip
-        out.append(CoreResult(n, rule, rule_hybrid, placement))
-    return out
-
-
-# --------------------------------------------------------------------------- derived values
-
-
-@dataclass(frozen=True)
-class Derived:
-    """A value derived for display; ``estimated`` when not from a measured counter."""
-
-    value: float | None
-    estimated: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "estimated": self.estimated}
-
-
-def read_bandwidth(
-    nest: LoopNest, t_cpu: float, counters: Mapping[str, float] | None, cache_line: int
-) -> Derived:
-    """Eq. 6 from the off-core read counter, else fetch_bytes / T_cpu (estimated)."""
-    if t_cpu <= 0:
-        return Derived(None, counters is None or EV_OFFCORE_RD not in counters)
-    if counters is not None and EV_OFFCORE_RD in counters:
-        return Derived(counters[EV_OFFCORE_RD] * cache_line / t_cpu, False)
-    return Derived(nest.fetch_bytes / t_cpu, True)
-
-
-def store_bound(counters: Mapping[str, float] | None) -> Derived:
-    """Eq. 7 from the counters; no estimate exists (None without them)."""
-    if counters is None or any(e not in counters for e in (EV_BOUND_ON_STORES, *BACKEND_EVENTS)):
-        return Derived(None, False)
-    c_store = counters[EV_BOUND_ON_STORES]
-    backend = math.fsum(counters[e] for e in BACKEND_EVENTS) + c_store
-    return Derived(c_store / backend if backend > 0 else 0.0, False)
-
-
-# --------------------------------------------------------------------------- JSON
-
-
-def pim_document(
-    profile: NestProfile,
-    hw: PimHardware,
-    results: Sequence[CoreResult],
-    *,
-    copy: str,
-    granularity: str,
-    allow_estimates: bool,
-) -> dict[str, Any]:
-    """The complete JSON document of a PIM solve (see the module docstring)."""
-    spec = hw.pim
-    counters = profile.counters or {}
-    nests = []
-    for n in profile.nests:
-        t = profile.t_cpu[n.id]
-        row = n.to_json()
-        row["t_cpu"] = t
-        row["counters"] = counters.get(n.id)
-        row["read_bandwidth"] = read_bandwidth(n, t, counters.get(n.id), spec.cache_line).to_json()
-        row["store_bound"] = store_bound(counters.get(n.id)).to_json()
-        nests.append(row)
-    per_core = []
-    for r in results:
-        model = r.placement.to_json()
-        rs = r.rule_speedup
-        per_core.append(
-            {
-                "n_cores": r.cores,
-                "rule": {
-                    "hybrid": r.rule_hybrid.to_json(),
-                    "speedup": None if math.isinf(rs) else rs,
-                    "on_pim": r.rule_on_pim,
-                    "estimated": any(d.estimated for d in r.rule.values()),
-                    "decisions": {k: d.to_json() for k, d in r.rule.items()},
-                },
-                "model": model,
-            }
-        )
-    return {
-        "format": RESULT_FORMAT,
-        "version": RESULT_VERSION,
-        "target": "pim",
-        "model": {
-            "path": profile.model_path,
-            "sha256": profile.model_sha256,
-            "source_kind": profile.source_kind,
-            "nests": len(profile.nests),
-        },
-        "hardware": hw.to_json(),
-        "options": {
-            "copy": copy,
-            "granularity": granularity,
-            "allow_estimates": allow_estimates,
-            "cores": [r.cores for r in results],
-        },
-        "nest_profile": {
-            "source": profile.source,
-            "counter_source": profile.counter_source,
-            "metadata": profile.metadata,
-        },
-        "estimates": {
-            "read_bandwidth": "fetch_bytes / T_cpu where the off-core read counter is missing",
-            "t_pim": "analytical model (placement.devices.pim), not measured",
-        },
-        "cpu_only": profile.cpu_only,
-        "nests": nests,
-        "results": per_core,
-    }
+    )  # fmt: skip
 
 
 def _package_version(name: str) -> str | None:

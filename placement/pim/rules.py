@@ -30,7 +30,7 @@ decision rule is applied at the granularity of the operators the model is writte
 in, so that all loop nests in a single operator are governed by the same decision"
 (Section 5.1; Table 5). Here every ONNX node is one region ``r`` made of its loop
 nests (nests with no known node are regions of their own, as in
-:meth:`~placement.models.pim.PimInstance.operator_groups`). The region is described
+:meth:`~placement.pim.instance.PimInstance.operator_groups`). The region is described
 as if a profiler had measured the operator as a black box -- markers around the
 whole operator -- and :func:`decide` is applied to that description
 unchanged. The decision is then copied to every nest of the node.
@@ -61,20 +61,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from placement.devices.pim import check_cores, t_pim_min
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.nests import LoopNest
+from placement.pim.instance import PimInstance
 from placement.profiling.counters import (
     BACKEND_EVENTS,
     EV_BOUND_ON_STORES,
     EV_OFFCORE_RD,
 )
-
-if TYPE_CHECKING:
-    from placement.models.pim import PimInstance
+from placement.units import fmt_bandwidth, fmt_time
 
 HOST, PIM = "host", "pim"
 
@@ -190,7 +189,7 @@ def apply_rule(
 def rule_placement(
     instance: PimInstance, *, allow_estimates: bool = False
 ) -> dict[str, RuleDecision]:
-    """The rule applied to a :class:`~placement.models.pim.PimInstance` (its counters, if any)."""
+    """The rule applied to a :class:`~placement.pim.instance.PimInstance` (its counters, if any)."""
     return apply_rule(
         instance.nests,
         instance.t_cpu,
@@ -280,18 +279,6 @@ def _check_time(t: float, nest_id: str) -> None:
 
 def _est(c: Condition) -> str:
     return " (estimated)" if c.estimated else ""
-
-
-def fmt_time(seconds: float) -> str:
-    """3 significant digits in ns, us, ms or s."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
-def fmt_bandwidth(bps: float) -> str:
-    return f"{bps / 1e9:.3g} GB/s"
 
 
 # --------------------------------------------------------------------------- operator level
@@ -410,7 +397,7 @@ def apply_operator_rule(
 def operator_rule_placement(
     instance: PimInstance, *, allow_estimates: bool = False, n_iter: str = "max"
 ) -> dict[str, RuleDecision]:
-    """:func:`apply_operator_rule` on a :class:`~placement.models.pim.PimInstance`."""
+    """:func:`apply_operator_rule` on a :class:`~placement.pim.instance.PimInstance`."""
     return apply_operator_rule(
         instance.nests,
         instance.t_cpu,

@@ -28,16 +28,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from placement.devices.pim import HybridTime
 from placement.errors import PlacementError
+from placement.models.pim import check_mode
+from placement.pim.instance import PimInstance
 
-if TYPE_CHECKING:
-    from placement.models.pim import PimInstance
-
-COPY_MODES = ("upper_bound", "exact")
-GRANULARITIES = ("loop", "operator")
 _ABS_SLACK = 1e-12  # seconds
 
 
@@ -60,14 +57,6 @@ class PimVerification:
             "recomputed": None if self.recomputed is None else self.recomputed.to_json(),
         }
 
-
-def check_mode(copy: str, granularity: str) -> None:
-    if copy not in COPY_MODES:
-        raise PlacementError(f"unknown copy accounting {copy!r}; known: {', '.join(COPY_MODES)}")
-    if granularity not in GRANULARITIES:
-        raise PlacementError(
-            f"unknown granularity {granularity!r}; known: {', '.join(GRANULARITIES)}"
-        )
 
 
 def evaluate_placement(

@@ -1,9 +1,22 @@
-"""The one result type every solve returns."""
+"""What every solver backend shares: the options going in and the one result coming out.
+
+A backend (``placement.solvers.highs``, ``scip``, ``cbc``, ``gurobi``, ``cpsat``) solves
+a model it is given and nothing else: it knows no formulation. It returns a
+:class:`SolveResult` whose objective and bound are in the model's own units, and it
+loads the solution into the model (Pyomo variables, or ``CpSatModel.solution``). Its
+status is OPTIMAL only when the solver itself proved optimality; the status mapping is
+written once per backend, the reaction to it once (``placement.models.common``).
+"""
 
 from __future__ import annotations
 
 import enum
+import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, TextIO
+
+from placement.errors import PlacementError
 
 
 class SolveStatus(str, enum.Enum):
@@ -44,3 +57,73 @@ class SolveResult:
         data = asdict(self)
         data["status"] = self.status.value
         return data
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """What the caller asks of any backend; validated by :meth:`check`."""
+
+    time_limit: float | None = None  # seconds, None: no limit
+    rel_gap: float = 1e-4  # relative MIP gap at which the solver may stop
+    threads: int | None = None  # None: the solver's default
+    tee: bool | list[TextIO] = False  # True: the solver's log on stdout; or these streams
+
+    def check(self) -> None:
+        """One-line errors for values no solver can take."""
+        t = self.time_limit
+        if t is not None and not (isinstance(t, (int, float)) and t > 0 and math.isfinite(t)):
+            raise PlacementError(f"time limit must be a positive number of seconds, got {t!r}")
+        g = self.rel_gap
+        if not (isinstance(g, (int, float)) and g >= 0 and math.isfinite(g)):
+            raise PlacementError(f"relative gap must be a non-negative number, got {g!r}")
+        n = self.threads
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise PlacementError(f"solver threads must be a positive integer, got {n!r}")
+
+    def recorded(self) -> dict[str, object]:
+        """The options as a result records them (``SolveResult.options``)."""
+        return {"time_limit": self.time_limit, "rel_gap": self.rel_gap, "threads": self.threads}
+
+
+class SolverError(PlacementError):
+    """A backend ended in ERROR; ``result`` keeps what it reported (status, size, message)."""
+
+    def __init__(self, message: str, result: SolveResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class Backend(Protocol):
+    """One solver behind one interface (``placement.solvers.registry`` lists them)."""
+
+    name: str  # as on the command line: "highs", "scip", ...
+    label: str  # as in messages: "HiGHS", "SCIP", ...
+
+    def unavailable_reason(self) -> str | None:
+        """None when usable here, else why not and how to install it."""
+        ...
+
+    def available(self) -> bool: ...
+
+    def solve(
+        self, model: Any, options: SolveOptions, *, start: Mapping[Any, float] | None = None
+    ) -> SolveResult:
+        """Solve ``model``; load the incumbent into it when there is one."""
+        ...
+
+
+def relative_gap(incumbent: float | None, bound: float | None) -> float | None:
+    """|incumbent - bound| / |incumbent|; None when undefined."""
+    if incumbent is None or bound is None:
+        return None
+    diff = abs(incumbent - bound)
+    if incumbent == 0.0:
+        return 0.0 if diff <= 1e-12 else None
+    return diff / abs(incumbent)
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """A solver's bound or objective, None when it is missing or infinite."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)

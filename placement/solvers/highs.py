@@ -1,153 +1,82 @@
-"""Solve a Pyomo model with HiGHS through Pyomo's current solver interface.
+"""HiGHS (``highspy``) through Pyomo's current solver interface: the default backend.
 
-``pyomo.contrib.solver``'s ``highs`` (not the legacy ``pyo.SolverFactory``
-wrapper, which rejects ``time_limit``). Solutions are loaded only when HiGHS
-has a primal feasible one; statuses map to :class:`SolveStatus` without ever
-upgrading a non-proven result to OPTIMAL. HiGHS's own absolute MIP gap
-(``mip_abs_gap``, 1e-6 in objective units) stays at its default: models should
-be scaled so that this is negligible (the CIM model is; see
-``placement.models.cim.build``).
+``pyomo.contrib.solver``'s ``highs`` (not the legacy ``pyo.SolverFactory`` wrapper,
+which rejects ``time_limit``). HiGHS's own absolute MIP gap (``mip_abs_gap``, 1e-6 in
+objective units) stays at its default: models are scaled so that it is negligible
+(``placement.models.common``). A MIP start is handed to highspy directly (the contrib
+interface has none) and HiGHS's verdict on it is recorded as ``options["start"]``.
 """
 
 from __future__ import annotations
 
-import math
 import re
-import time
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Any
 
 import pyomo.environ as pyo
-from pyomo.core.base.constraint import Constraint
-from pyomo.core.base.objective import Objective
-from pyomo.util.vars_from_expressions import get_vars_from_components
 
 from placement.errors import PlacementError
-from placement.solvers.base import ModelSize, SolveResult, SolveStatus
+from placement.solvers.base import SolveOptions, SolveResult, SolveStatus
+from placement.solvers.contrib import ResultBuilder, contrib_outcome, contrib_solver
 
-SOLVER_NAME = "highs"
-_UNAVAILABLE = "HiGHS is not available: pip install highspy==1.15.1"
-
-
-def model_size(model: pyo.Block) -> ModelSize:
-    """What the solver sees: unfixed variables used in active rows or objectives, active rows."""
-    seen: dict[int, Any] = {}
-    for ctype in (Constraint, Objective):
-        for var in get_vars_from_components(model, ctype, include_fixed=False, active=True):
-            seen[id(var)] = var
-    binaries = sum(1 for v in seen.values() if v.is_binary())
-    rows = sum(1 for _ in model.component_data_objects(Constraint, active=True))
-    return ModelSize(variables=len(seen), binaries=binaries, constraints=rows)
+INSTALL = "pip install highspy==1.15.1"
 
 
-def highs_solver() -> Any:
-    """A fresh contrib HiGHS solver; PlacementError when highspy is missing."""
-    try:
-        from pyomo.contrib.solver.common.factory import SolverFactory
+class HighsBackend:
+    name = "highs"
+    label = "HiGHS"
 
-        solver = SolverFactory("highs")
-        available = bool(solver.available())
-    except Exception:  # a broken highspy install surfaces here in many shapes
-        available = False
-    if not available:
-        raise PlacementError(_UNAVAILABLE)
-    return solver
+    def unavailable_reason(self) -> str | None:
+        try:
+            available = bool(contrib_solver("highs").available())
+        except Exception:  # a broken highspy install surfaces here in many shapes
+            available = False
+        return None if available else f"HiGHS is not available: {INSTALL}"
 
+    def available(self) -> bool:
+        return self.unavailable_reason() is None
 
-def solve_model(
-    model: pyo.Block,
-    *,
-    time_limit: float | None = None,
-    rel_gap: float = 1e-4,
-    threads: int | None = None,
-    build_seconds: float = 0.0,
-    tee: bool | list[TextIO] = False,  # True: stdout; or streams for HiGHS's log
-    start: Mapping[Any, float] | None = None,
-) -> SolveResult:
-    """Solve ``model`` with HiGHS; load the incumbent into it when there is one.
+    def solve(
+        self, model: pyo.Block, options: SolveOptions, *, start: Mapping[Any, float] | None = None
+    ) -> SolveResult:
+        """Solve with HiGHS; ``start`` is a MIP start by variable (a ``ComponentMap``).
 
-    Objective and bound are in the model's own objective units.
-
-    ``start``: a MIP start, values by variable (a ``ComponentMap``; Pyomo variables
-    are not hashable). Variables that are no solver column (fixed ones) are skipped.
-    Whether HiGHS accepted it is recorded as ``options["start"]``: "accepted" when
-    its log says the start is feasible, else "rejected" (then the solve simply runs
-    without one).
-    """
-    if time_limit is not None and not (time_limit > 0 and math.isfinite(time_limit)):
-        raise PlacementError(f"time limit must be a positive number of seconds, got {time_limit!r}")
-    if not (rel_gap >= 0 and math.isfinite(rel_gap)):
-        raise PlacementError(f"relative gap must be a non-negative number, got {rel_gap!r}")
-    if threads is not None and (not isinstance(threads, int) or threads < 1):
-        raise PlacementError(f"solver threads must be a positive integer, got {threads!r}")
-
-    solver = highs_solver()
-    size = model_size(model)
-    options: dict[str, object] = {"time_limit": time_limit, "rel_gap": rel_gap, "threads": threads}
-
-    def result(status: SolveStatus, seconds: float, message: str = "", **kw: Any) -> SolveResult:
-        return SolveResult(
-            status=status,
-            solver=SOLVER_NAME,
-            objective=kw.get("objective"),
-            best_bound=kw.get("bound"),
-            gap=kw.get("gap"),
-            build_seconds=build_seconds,
-            solve_seconds=seconds,
-            size=size,
-            message=message,
-            options=options,
-        )
-
-    tick = time.perf_counter()
-    try:
-        if threads is not None:
-            _reset_thread_pool()
-        extra: dict[str, Any] = {}
+        Variables that are no solver column (fixed ones) are skipped. Whether HiGHS
+        accepted the start is recorded as ``options["start"]``: "accepted" when its log
+        says the start is feasible, else "rejected" (the solve then runs without one).
+        """
+        options.check()
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise PlacementError(reason)
+        solver = contrib_solver("highs")
+        result = ResultBuilder(self.name, model, options)
+        try:
+            if options.threads is not None:
+                _reset_thread_pool()
+            extra: dict[str, Any] = {}
+            if start is not None:
+                _set_start(solver, model, start)
+                # The start lives in the highspy model; any automatic update at solve()
+                # would reset it (measured: silently dropped). Nothing changed since.
+                extra["auto_updates"] = dict.fromkeys(_AUTO_UPDATES, False)
+            res = solver.solve(
+                model,
+                tee=options.tee,
+                time_limit=options.time_limit,
+                rel_gap=options.rel_gap,
+                threads=options.threads,
+                load_solutions=False,
+                raise_exception_on_nonoptimal_result=False,
+                **extra,
+            )
+        except Exception as exc:  # the interface or HiGHS failed: report, do not crash
+            return result(SolveStatus.ERROR, result.elapsed(), f"HiGHS failed: {exc}")
+        seconds = res.timing_info.wall_time or result.elapsed()
         if start is not None:
-            _set_start(solver, model, start)
-            # The start lives in the highspy model; any automatic update at solve() would
-            # reset it (measured: silently dropped). Nothing changed since set_instance.
-            extra["auto_updates"] = dict.fromkeys(_AUTO_UPDATES, False)
-        res = solver.solve(
-            model,
-            tee=tee,
-            time_limit=time_limit,
-            rel_gap=rel_gap,
-            threads=threads,
-            load_solutions=False,
-            raise_exception_on_nonoptimal_result=False,
-            **extra,
-        )
-    except Exception as exc:  # the interface or HiGHS failed: report, do not crash the caller
-        return result(SolveStatus.ERROR, time.perf_counter() - tick, f"HiGHS failed: {exc}")
-    seconds = res.timing_info.wall_time or (time.perf_counter() - tick)
-    if start is not None:
-        options["start"] = _start_verdict(getattr(res, "solver_log", "") or "")
-
-    from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
-
-    term = res.termination_condition
-    has_solution = res.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
-    words = _highs_words(solver, term)
-    incumbent = res.incumbent_objective if has_solution else None
-    bound = res.objective_bound
-    if bound is not None and not math.isfinite(bound):
-        bound = None
-    if has_solution:
-        res.solution_loader.load_vars()
-    values = {"objective": incumbent, "bound": bound, "gap": _gap(incumbent, bound)}
-
-    if term == TerminationCondition.convergenceCriteriaSatisfied and has_solution:
-        return result(SolveStatus.OPTIMAL, seconds, "", **values)
-    if term == TerminationCondition.maxTimeLimit:
-        if has_solution:
-            return result(SolveStatus.TIME_LIMIT, seconds, words, **values)
-        return result(SolveStatus.TIME_LIMIT_NO_SOLUTION, seconds, words, bound=bound)
-    if term == TerminationCondition.provenInfeasible:
-        return result(SolveStatus.INFEASIBLE, seconds, words)
-    # Anything else, including "infeasible or unbounded": the solver's words, no claim.
-    return result(SolveStatus.ERROR, seconds, words, **values)
+            result.options["start"] = start_verdict(getattr(res, "solver_log", "") or "")
+        return contrib_outcome(res, result, _highs_words(solver, res.termination_condition),
+                               seconds)
 
 
 _AUTO_UPDATES = (
@@ -167,7 +96,7 @@ _START_ACCEPTED = "MIP start solution is feasible"
 _START_CHECK = re.compile(r"(Col|Integer|Row)\s+infeasibilities\s+(\d+)")
 
 
-def _start_verdict(log: str) -> str:
+def start_verdict(log: str) -> str:
     """"accepted" or "rejected", from HiGHS's log.
 
     When presolve solves the whole MIP HiGHS never prints the acceptance line; its
@@ -214,16 +143,6 @@ def _reset_thread_pool() -> None:
     import highspy
 
     highspy.Highs.resetGlobalScheduler(True)
-
-
-def _gap(incumbent: float | None, bound: float | None) -> float | None:
-    """Relative gap |incumbent - bound| / |incumbent|; None when undefined."""
-    if incumbent is None or bound is None:
-        return None
-    diff = abs(incumbent - bound)
-    if incumbent == 0.0:
-        return 0.0 if diff <= 1e-12 else None
-    return diff / abs(incumbent)
 
 
 def _highs_words(solver: Any, term: Any) -> str:

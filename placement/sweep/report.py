@@ -28,6 +28,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from placement.errors import PlacementError
+from placement.graph import load_graph
 from placement.plots.cim import device_share, speedup_per_network, speedup_vs_crossbars
 from placement.plots.common import PlotDataError, model_label, num, save_figure, swept_params
 from placement.plots.gantt import cim_gantt, pim_gantt
@@ -240,8 +241,6 @@ def _graph_edges(sweep: Sweep, model: str, doc: Mapping[str, Any]) -> list[Any] 
     """Data edges for transfer markers: the document's own, else the model file's graph."""
     if doc.get("edges"):
         return None  # cim_gantt reads them from the document
-    from placement.graph import load_graph
-
     info = doc.get("model") if isinstance(doc.get("model"), Mapping) else {}
     paths = [str(info["path"])] if info.get("path") else []
     paths += [

@@ -360,3 +360,9 @@ def _metadata(
         "median_run_wall_seconds": statistics.median(wall),
         "attribution_rule": ATTRIBUTION_RULE_VERSION,
     }
+
+
+def profile_host(model: Any, **options: Any) -> HostProfile:
+    """Per-operator host latencies of ``model`` (a path, or a graph from ``load_graph``)
+    measured now with ONNX Runtime; ``options`` as for :func:`profile_model`."""
+    return profile_model(getattr(model, "path", model), **options)

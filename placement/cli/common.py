@@ -1,0 +1,232 @@
+"""What the subcommands share: exit codes, option groups, flag checks, messages, measuring.
+
+Conventions: progress and information on stderr (silenced by ``-q``), results on
+stdout, every user error a one-line :class:`~placement.errors.PlacementError`
+(``placement: error: ...``, exit 1), warnings as ``placement: warning: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from placement.errors import PlacementError
+
+EXIT_ERROR = 1  # bad input, solver failure, failed verification
+EXIT_USAGE = 2  # argparse's own code for bad command lines
+EXIT_NO_SOLUTION = 3  # time limit reached before any placement was found
+EXIT_INTERRUPTED = 130  # Ctrl-C
+EPILOG = (
+    "exit codes: 0 success (a time-limited solve prints its gap and a warning), 1 error,"
+    " 2 usage error, 3 time limit reached without any placement"
+)
+OPT_LEVELS = ("disable", "basic", "extended", "all")  # ONNX Runtime graph optimization
+CIM_OVERRIDE_FLAGS = (
+    "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes", "crossbar_size",
+)  # fmt: skip
+
+
+def info(args: argparse.Namespace, text: str) -> None:
+    """A progress or information line on stderr, unless ``-q``."""
+    if not getattr(args, "quiet", False):
+        print(text, file=sys.stderr)
+
+
+def warn(text: str) -> None:
+    print(f"placement: warning: {text}", file=sys.stderr)
+
+
+def package_version() -> str:
+    try:
+        return version("placement")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+# --------------------------------------------------------------------------- option groups
+
+
+def cim_hardware_options(parser: argparse.ArgumentParser) -> None:
+    """The CIM hardware flags, shared by every command that builds a CIM instance."""
+    hw = parser.add_argument_group("hardware (default: the preset matching the profiled host)")
+    hw.add_argument("--hardware", metavar="PRESET|FILE", help="preset name or TOML file")
+    hw.add_argument("--crossbars", type=int, help="crossbar budget C")
+    hw.add_argument("--t-mvm-ns", type=float, help="latency of one MVM, ns")
+    hw.add_argument("--bus-gbps", type=float, help="CPU-CIM shared bus bandwidth, GB/s")
+    hw.add_argument("--internal-gbps", type=float, help="CIM internal bandwidth, GB/s")
+    hw.add_argument("--elem-bytes", type=int, help="bytes per element moved (int8: 1)")
+    hw.add_argument("--crossbar-size", type=int, metavar="N", help="square crossbars of NxN cells")
+
+
+def profiling_options(group: argparse._ActionsContainer) -> None:
+    """How host latencies are measured (ONNX Runtime, or the MLIR JIT for PIM)."""
+    group.add_argument("--runs", type=int, default=20, help="measured runs (default 20)")
+    group.add_argument("--warmup", type=int, default=5, help="warm-up runs (default 5)")
+    group.add_argument("--threads", type=int, default=1, help="ORT intra-op threads (default 1)")
+    group.add_argument(
+        "--optimization",
+        choices=OPT_LEVELS,
+        default="all",
+        help="ORT graph optimization level (default all)",
+    )
+
+
+# --------------------------------------------------------------------------- flag checks
+
+
+def check_solver_flags(args: argparse.Namespace) -> None:
+    """Fail before spending time on profiling."""
+    if not args.time_limit > 0:
+        raise PlacementError(
+            f"--time-limit must be a positive number of seconds, got {args.time_limit}"
+        )
+    if not args.gap >= 0:
+        raise PlacementError(f"--gap must be a non-negative fraction, got {args.gap}")
+    if args.solver_threads is not None and args.solver_threads < 1:
+        raise PlacementError(f"--solver-threads must be at least 1, got {args.solver_threads}")
+
+
+def check_override_flags(args: argparse.Namespace) -> None:
+    """The CIM hardware overrides given must be positive (NaN is refused too)."""
+    for flag in CIM_OVERRIDE_FLAGS:
+        value = getattr(args, flag)
+        if value is not None and not value > 0:
+            raise PlacementError(f"--{flag.replace('_', '-')} must be positive, got {value}")
+
+
+def check_output_file(path: str, flag: str) -> None:
+    """Fail before hours of work if the output cannot be written where asked."""
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise PlacementError(f"{flag} {path}: is a directory")
+    if not parent.is_dir():
+        raise PlacementError(f"{flag} {path}: directory {parent} does not exist")
+
+
+# --------------------------------------------------------------------------- hardware
+
+
+def cim_hardware(args: argparse.Namespace, profiled_machine: str | None) -> Any:
+    """The CIM :class:`~placement.hardware.cim.Hardware` of the flags; warns when the
+    profile was measured on another kind of host than the hardware describes."""
+    from placement.hardware.base import default_preset_for
+    from placement.hardware.cim import load_hardware, with_overrides
+
+    if args.hardware:
+        hw = load_hardware(args.hardware)
+        origin = "chosen"
+    else:
+        hw = load_hardware(default_preset_for(profiled_machine))
+        origin = f"default for a host profiled on {profiled_machine or platform.machine()}"
+    check_override_flags(args)
+    size = args.crossbar_size
+    hw = with_overrides(
+        hw,
+        crossbars=args.crossbars,
+        t_mvm_ns=args.t_mvm_ns,
+        bus_gbps=args.bus_gbps,
+        internal_gbps=args.internal_gbps,
+        elem_bytes=args.elem_bytes,
+        crossbar_rows=size,
+        crossbar_cols=size,
+    )
+    info(args, f"hardware ({origin}): {hw.describe()}")
+    if profiled_machine and _arch_family(profiled_machine) != _arch_family(hw.host.arch):
+        warn(
+            f"host latencies were measured on {profiled_machine}, but hardware '{hw.name}'"
+            f" describes another host: {hw.host.name}, {hw.host.arch}"
+        )
+    return hw
+
+
+def _arch_family(arch: str) -> str:
+    arch = arch.lower()
+    return "arm" if arch.startswith(("arm", "aarch")) else "x86"
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def run_counter(args: argparse.Namespace, label: str) -> Callable[[int, int], None]:
+    """Progress of ``label: run done/total`` on stderr: redrawn in place on a terminal,
+    a few lines in logs, nothing with ``-q``."""
+    interactive = sys.stderr.isatty()
+
+    def progress(done: int, runs: int) -> None:
+        if getattr(args, "quiet", False):
+            return
+        text = f"{label}: run {done}/{runs}"
+        if interactive:
+            print(f"\r{text}", end="\n" if done == runs else "", file=sys.stderr, flush=True)
+        elif done == runs or done % max(1, runs // 4) == 0:
+            print(text, file=sys.stderr, flush=True)
+
+    return progress
+
+
+def measure_host(args: argparse.Namespace, model_path: str) -> Any:
+    """Profile ``model_path`` with ONNX Runtime as the flags say (a HostProfile)."""
+    from placement.profiling.ort.measure import profile_model
+
+    started = time.perf_counter()
+    profile = profile_model(
+        model_path,
+        runs=args.runs,
+        warmup=args.warmup,
+        intra_op_threads=args.threads,
+        optimization=args.optimization,
+        progress=run_counter(args, "profiling with ONNX Runtime"),
+    )
+    total = args.warmup + args.runs
+    info(args, f"profiled {total} runs in {time.perf_counter() - started:.1f} s")
+    return profile
+
+
+def measure_nests(args: argparse.Namespace) -> Any:
+    """Lower ``args.model`` and time its loop nests in the MLIR JIT (a NestProfile)."""
+    from placement.pim.pipeline import lower_model, model_sha256, profile_nests
+
+    model_sha256(args.model)  # a missing file fails before torch-mlir is loaded
+    started = time.perf_counter()
+    program = lower_model(args.model)
+    info(
+        args,
+        f"model: {args.model} ({program.source_kind}), {len(program.nests)} loop nests,"
+        f" lowered in {time.perf_counter() - started:.2f} s",
+    )
+    counters = {
+        "timing": run_counter(args, "timing loop nests in the MLIR JIT"),
+        "counters": run_counter(args, "counting Table 1 events"),
+    }
+
+    def progress(phase: str, done: int, runs: int) -> None:
+        counters.get(phase, run_counter(args, phase))(done, runs)
+
+    started = time.perf_counter()
+    profile = profile_nests(args.model, args.runs, args.warmup, progress=progress, program=program)
+    meta = profile.metadata
+    checked = (
+        f", outputs match ONNX Runtime (max abs error {meta['max_abs_error']:.3g})"
+        if meta.get("checked_against")
+        else ""
+    )
+    info(
+        args,
+        f"profiled {args.warmup + args.runs} runs in {time.perf_counter() - started:.1f} s"
+        f" (marker overhead {meta.get('marker_pair_ns', 0):.0f} ns per nest){checked}",
+    )
+    return profile
+
+
+def counters_warning(reason: str) -> None:
+    warn(
+        f"hardware counters unavailable: {reason}. The profile holds times only; load"
+        " counters measured elsewhere with `solve --counters FILE`"
+    )

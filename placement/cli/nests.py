@@ -1,0 +1,53 @@
+"""``placement nests``: the loop nests the MLIR lowering materializes (the PIM decision units)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from placement.cli.common import info
+
+NESTS_FORMAT = "placement-nests"
+NESTS_VERSION = 1
+
+
+def register(sub: Any) -> None:
+    """Add ``nests`` to the ``placement`` parser's subcommands."""
+    nests = sub.add_parser(
+        "nests",
+        help="list the loop nests the MLIR lowering materializes (the PIM decision units)",
+        description="Lower an ONNX (or linalg-level .mlir) model with torch-mlir to bufferized"
+        " parallel loops and print one row per loop nest.",
+    )
+    nests.add_argument("model", help="ONNX file with static shapes, or .mlir at linalg level")
+    nests.add_argument("--json", metavar="FILE", help="write the nests as JSON")
+    nests.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    nests.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from placement.io import write_json_atomic
+    from placement.pim.pipeline import lower_model, model_sha256
+    from placement.pim.report import nest_table
+
+    sha = model_sha256(args.model)
+    started = time.perf_counter()
+    program = lower_model(args.model)
+    info(
+        args,
+        f"model: {args.model} ({program.source_kind}), {len(program.nests)} loop nests,"
+        f" lowered in {time.perf_counter() - started:.2f} s",
+    )
+    for line in nest_table(program.nests):
+        print(line)
+    if args.json:
+        document = {
+            "format": NESTS_FORMAT,
+            "version": NESTS_VERSION,
+            "model": {"path": str(args.model), "sha256": sha, "source_kind": program.source_kind},
+            "nests": [n.to_json() for n in program.nests],
+        }
+        write_json_atomic(args.json, document)
+        info(args, f"wrote {args.json}")
+    return 0

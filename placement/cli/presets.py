@@ -1,0 +1,24 @@
+"""``placement presets``: the hardware presets shipped with the package."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    """Add ``presets`` to the ``placement`` parser's subcommands."""
+    presets = sub.add_parser("presets", help="list the hardware presets")
+    presets.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from placement.hardware.base import default_preset_for, preset_names
+    from placement.hardware.cim import load_hardware
+
+    default = default_preset_for()
+    for name in preset_names():
+        hw = load_hardware(name)
+        mark = "  (default on this machine)" if name == default else ""
+        print(f"{name}{mark}\n    {hw.description}\n    {hw.describe()}")
+    return 0

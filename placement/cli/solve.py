@@ -1,0 +1,357 @@
+"""``placement solve``: profile (or load a profile), build the model, solve, verify, report.
+
+One parser for both targets; ``--target`` picks the handler in :data:`HANDLERS`. Each
+target's options are checked before any profiling, and the other target's options are
+refused with one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from placement.cli.common import (
+    EPILOG,
+    EXIT_NO_SOLUTION,
+    check_output_file,
+    check_solver_flags,
+    cim_hardware,
+    cim_hardware_options,
+    info,
+    measure_host,
+    measure_nests,
+    profiling_options,
+    warn,
+)
+from placement.errors import PlacementError
+from placement.hardware.pim import DEFAULT_PIM_PRESET
+from placement.solvers.base import SolveStatus
+
+DEFAULT_PIM_CORES = "32,64,128"  # the paper's sweep (Table 2)
+DEFAULT_COPY = "upper_bound"  # the paper's Eq. 8; "exact" is this project's refinement
+COPY_CHOICES = ("upper_bound", "exact")
+GRANULARITY_CHOICES = ("loop", "operator")
+SOLVER_CHOICES = ("auto", "highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi")
+PIM_SOLVERS = ("highs", "scip", "cbc", "gurobi")  # MIP backends; "auto" is HiGHS
+# Options that only mean something for one target (defaults are applied by the handler,
+# so that their use with the other target can be detected and refused).
+CIM_ONLY = ("hardware", "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes",
+            "crossbar_size")  # fmt: skip
+PIM_ONLY = ("pim_hardware", "pim_cores", "counters", "copy", "granularity", "allow_estimates")
+
+
+def register(sub: Any) -> None:
+    """Add ``solve`` to the ``placement`` parser's subcommands."""
+    solve = sub.add_parser(
+        "solve",
+        help="profile (or load a profile), build the placement ILP, solve, verify, report",
+        description="Find the latency-optimal CPU/CIM placement of an ONNX model's operators "
+        "(CIM paper Eqs. 1-14), verify it independently and report the speed-up over CPU-only.",
+        epilog=EPILOG,
+    )
+    solve.add_argument(
+        "model", help="ONNX file with static shapes (or .mlir at linalg level, --target pim)"
+    )
+    solve.add_argument(
+        "--target", choices=["cim", "pim"], default="cim", help="accelerator kind (default: cim)"
+    )
+    cim_hardware_options(solve)
+    pim_solve_options(solve.add_argument_group("PIM target (--target pim)"))
+    prof = solve.add_argument_group("host latencies")
+    prof.add_argument(
+        "--profile", metavar="FILE", help="use a saved (nest) profile instead of measuring"
+    )
+    profiling_options(prof)
+    sol = solve.add_argument_group("solver (HiGHS)")
+    sol.add_argument("--time-limit", type=float, default=600.0, help="seconds (default 600)")
+    sol.add_argument("--gap", type=float, default=1e-4, help="relative MIP gap (default 1e-4)")
+    sol.add_argument("--solver-threads", type=int, default=None, help="HiGHS threads")
+    sol.add_argument(
+        "--solver",
+        choices=list(SOLVER_CHOICES),
+        default="auto",
+        help="CIM: 'cpsat+highs' gives OR-Tools CP-SAT half the time limit and HiGHS its"
+        " schedule as a start (best on heavily branched graphs such as YOLO); 'auto'"
+        " (default): cpsat+highs where the formulation choice is 'tightened' and OR-Tools"
+        " is installed, HiGHS otherwise; SCIP, CBC, Gurobi where installed",
+    )
+    sol.add_argument(
+        "--formulation",
+        choices=["auto", "faithful", "bounded", "tightened"],
+        default="auto",
+        help="CIM model: the paper's Eqs. 5-14 ('faithful'), plus valid bounds ('bounded'),"
+        " or plus per-pair big-M from a heuristic schedule ('tightened'); all have the same"
+        " optimum. 'auto' (default): bounded for near-chain graphs, tightened otherwise",
+    )
+    sol.add_argument(
+        "--no-warm-start",
+        dest="warm_start",
+        action="store_false",
+        default=None,
+        help="do not give HiGHS the list-scheduling heuristic's placement as a MIP start"
+        " (default: a start for the tightened formulation)",
+    )
+    out = solve.add_argument_group("output")
+    out.add_argument("--json", metavar="FILE", help="write the full placement and schedule")
+    out.add_argument("--details", action="store_true", help="print the per-operator schedule")
+    out.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="Gantt chart of the placement, .png or .svg (PIM: the first core count)",
+    )
+    out.add_argument("--solver-log", action="store_true", help="stream HiGHS's log to stderr")
+    out.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    solve.set_defaults(handler=run)
+
+
+def pim_solve_options(group: argparse._ActionsContainer) -> None:
+    """The options of ``--target pim`` (no defaults here: see the module docstring)."""
+    group.add_argument(
+        "--pim-hardware",
+        metavar="PRESET|FILE",
+        help=f"PIM preset or TOML file (default {DEFAULT_PIM_PRESET})",
+    )
+    group.add_argument(
+        "--pim-cores",
+        metavar="N[,N...]",
+        help=f"PIM core counts to evaluate, comma-separated (default {DEFAULT_PIM_CORES})",
+    )
+    group.add_argument(
+        "--counters",
+        metavar="FILE",
+        help="Table 1 counters per nest measured elsewhere (CSV: nest_id + the five events;"
+        " or JSON keyed by nest id); replaces the profile's counters",
+    )
+    group.add_argument(
+        "--copy",
+        choices=COPY_CHOICES,
+        help="copy accounting: upper_bound = the paper's Eq. 8 (default), exact = residency"
+        " within PIM segments",
+    )
+    group.add_argument(
+        "--granularity",
+        choices=GRANULARITY_CHOICES,
+        help="model decides per loop nest (default) or per ONNX operator",
+    )
+    group.add_argument(
+        "--allow-estimates",
+        action="store_true",
+        default=None,
+        help="let rule C3 use read bandwidth estimated as fetch bytes / T_cpu where the"
+        " off-core read counter is missing (labelled '*')",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    other = CIM_ONLY if args.target == "pim" else PIM_ONLY
+    given = [f"--{k.replace('_', '-')}" for k in other if getattr(args, k, None) is not None]
+    if given and args.target == "pim":
+        raise PlacementError(
+            f"{', '.join(given)}: CIM option(s), not used with --target pim"
+            " (PIM hardware: --pim-hardware, --pim-cores)"
+        )
+    if given:
+        raise PlacementError(f"{', '.join(given)}: PIM option(s), need --target pim")
+    return HANDLERS[args.target](args)
+
+
+def solve_cim(args: argparse.Namespace) -> int:
+    from placement.cim.instance import cim_instance
+    from placement.cim.report import result_document, summary_lines
+    from placement.cim.solve import (
+        resolve_formulation,
+        resolve_solver,
+        solve,
+        unavailable_reason,
+    )
+    from placement.graph import load_graph
+    from placement.io import write_json_atomic
+    from placement.profiling.host_profile import HostProfile
+
+    check_solver_flags(args)
+    if args.plot:
+        from placement.plots.common import check_figure_path
+
+        check_figure_path(args.plot, "--plot")  # before any profiling or solving
+    graph = load_graph(args.model)
+    n_cim = len(graph.cim_capable())
+    info(
+        args,
+        f"model: {graph.path} ({len(graph.operators)} operators, {n_cim} CIM-capable,"
+        f" {len(graph.edges)} data edges)",
+    )
+    if args.profile:
+        profile = HostProfile.load(args.profile)
+        profile.check_matches(graph.sha256, graph.path)
+        source = f"loaded from {args.profile}"
+    else:
+        profile = measure_host(args, graph.path)
+        source = "measured now"
+    meta = profile.metadata
+    info(
+        args,
+        f"host profile: {source} ({meta.get('runs')} runs, {meta.get('intra_op_threads')}"
+        f" thread(s), ONNX Runtime {meta.get('onnxruntime_version')},"
+        f" optimization {meta.get('optimization')}, {meta.get('machine')})",
+    )
+    hw = cim_hardware(args, meta.get("machine"))
+    instance = cim_instance(graph, profile.latencies, hw.cim)
+    formulation = resolve_formulation(instance, args.formulation)
+    solver = resolve_solver(formulation, args.solver, args.warm_start)
+    info(
+        args,
+        f"parallel operator pairs: {len(instance.parallel_pairs)}; solving with {solver}"
+        f" ({args.formulation} formulation, time limit {args.time_limit:g} s,"
+        f" relative gap {args.gap:g}) ...",
+    )
+    if solver != "highs":
+        reason = unavailable_reason(solver)
+        if reason is not None:
+            raise PlacementError(f"solver {solver} is not available: {reason}")
+    placement = solve(
+        instance,
+        formulation=formulation,
+        solver=solver,
+        time_limit=args.time_limit,
+        rel_gap=args.gap,
+        threads=args.solver_threads,
+        tee=[sys.stderr] if args.solver_log else False,
+        warm_start=args.warm_start,
+    )
+    for line in summary_lines(placement, graph, hw, args.details):
+        print(line)
+    if args.json:
+        # allow_nan: a result document has always been written even with an infinite bound.
+        doc = result_document(placement, graph, hw, meta)
+        write_json_atomic(args.json, doc, allow_nan=True)
+        info(args, f"wrote {args.json}")
+    if args.plot and placement.schedule is not None:
+        from placement.plots.common import save_figure
+        from placement.plots.gantt import cim_gantt
+
+        edges = [(e.src, e.dst, e.t_transfer) for e in instance.edges]
+        save_figure(cim_gantt(placement.to_json(), edges, title=graph.path), args.plot)
+        info(args, f"wrote {args.plot}")
+    if placement.schedule is None:
+        print(
+            f"placement: no placement found within the time limit of {args.time_limit:g} s;"
+            " raise --time-limit",
+            file=sys.stderr,
+        )
+        return EXIT_NO_SOLUTION
+    if placement.result.status == SolveStatus.TIME_LIMIT:
+        warn(
+            "time limit reached; the placement above is the best found and verified, but"
+            " not proven optimal (see its gap)"
+        )
+    return 0
+
+
+def solve_pim(args: argparse.Namespace) -> int:
+    from placement.hardware.pim import load_pim_hardware
+    from placement.io import write_json_atomic
+    from placement.pim.pipeline import instance, model_sha256, with_counters_file
+    from placement.pim.report import pim_document, summary_lines
+    from placement.pim.solve import solve_for_cores
+    from placement.profiling.nest_profile import NestProfile
+    from placement.solvers.registry import get_backend
+
+    # Everything the user typed is checked before any lowering, timing or solving.
+    check_solver_flags(args)
+    if args.solver not in ("auto", *PIM_SOLVERS):
+        raise PlacementError(
+            f"--solver {args.solver}: a CIM solver; --target pim solves with a MIP backend"
+            f" ({', '.join(PIM_SOLVERS)})"
+        )
+    backend = get_backend("highs" if args.solver == "auto" else args.solver, mip=True)
+    if args.plot:
+        from placement.plots.common import check_figure_path
+
+        check_figure_path(args.plot, "--plot")
+    cores = parse_cores(args.pim_cores or DEFAULT_PIM_CORES)
+    copy = args.copy or DEFAULT_COPY
+    granularity = args.granularity or "loop"
+    allow_estimates = bool(args.allow_estimates)
+    hw = load_pim_hardware(args.pim_hardware or DEFAULT_PIM_PRESET)
+    if args.json:
+        check_output_file(args.json, "--json")
+    if args.counters and not Path(args.counters).is_file():
+        raise PlacementError(f"{args.counters}: no such counters file")
+
+    if args.profile:
+        sha = model_sha256(args.model)
+        profile = NestProfile.load(args.profile)
+        profile.check_matches(sha, args.model)
+        source = f"loaded from {args.profile}"
+    else:
+        profile = measure_nests(args)
+        source = "measured now"
+    meta = profile.metadata
+    info(
+        args,
+        f"nest profile: {source} ({len(profile.nests)} nests, {meta.get('runs')} runs,"
+        f" torch-mlir {meta.get('torch_mlir_version')}, {meta.get('machine')})",
+    )
+    if args.counters:
+        profile = with_counters_file(profile, args.counters)
+    info(args, f"PIM hardware: {hw.describe()}")
+    info(
+        args,
+        f"solving {len(cores)} core count(s) with {backend.label} ({copy} copy, {granularity}"
+        f" granularity, time limit {args.time_limit:g} s each) ...",
+    )
+    results = solve_for_cores(
+        instance(profile, hw.pim), cores, copy, granularity, allow_estimates,
+        solver=backend.name, time_limit=args.time_limit, rel_gap=args.gap,
+        threads=args.solver_threads, tee=[sys.stderr] if args.solver_log else False,
+    )  # fmt: skip
+    for line in summary_lines(profile, hw, results, copy, granularity, allow_estimates):
+        print(line)
+    document = pim_document(
+        profile, hw, results, copy=copy, granularity=granularity,
+        allow_estimates=allow_estimates,
+    )  # fmt: skip
+    if args.json:
+        write_json_atomic(args.json, document)
+        info(args, f"wrote {args.json}")
+    if args.plot and results[0].placement.on_pim is not None:
+        from placement.plots.common import save_figure
+        from placement.plots.gantt import pim_gantt
+
+        title = f"{Path(profile.model_path).name}, N_core={results[0].cores}"
+        save_figure(pim_gantt(document, cores=results[0].cores, title=title), args.plot)
+        info(args, f"wrote {args.plot}")
+    missing = [r.cores for r in results if r.placement.on_pim is None]
+    if missing:
+        print(
+            f"placement: no placement found within the time limit of {args.time_limit:g} s"
+            f" for N_core {', '.join(map(str, missing))}; raise --time-limit",
+            file=sys.stderr,
+        )
+        return EXIT_NO_SOLUTION
+    if any(r.placement.result.status == SolveStatus.TIME_LIMIT for r in results):
+        warn(
+            "time limit reached; the placements above are the best found and verified, but"
+            " not all proven optimal (see their gaps)"
+        )
+    return 0
+
+
+HANDLERS = {"cim": solve_cim, "pim": solve_pim}
+
+
+def parse_cores(text: str) -> list[int]:
+    """'32,64,128' -> [32, 64, 128]; anything else is a one-line error."""
+    out: list[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) < 1:
+            raise PlacementError(
+                f"--pim-cores must be a comma-separated list of positive whole numbers,"
+                f" got {part!r} in {text!r}"
+            )
+        if int(part) not in out:
+            out.append(int(part))
+    return out

@@ -1,0 +1,100 @@
+"""Valid inequalities for the CIM makespan model: each family leaves the optimum unchanged.
+
+Each ``add_<family>(m)`` adds one family to a model that
+:func:`placement.models.cim.build.build_cim_model` has set up; each docstring gives its
+validity argument. They use ``m.graph_structure`` (ancestor / descendant sets,
+bottleneck pairs, head/tail bounds; :func:`placement.models.cim.structure.structure`),
+computed once per build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyomo.environ as pyo
+
+from placement.errors import PlacementError
+
+
+def host_work(m: pyo.ConcreteModel, nodes: Iterable[str]) -> pyo.Expression | float:
+    """sum x_w T_host,w over ``nodes`` (0 when empty)."""
+    return sum((m.host[w] * m.t_host[w] for w in nodes), start=0.0)
+
+
+def add_host_serial(m: pyo.ConcreteModel) -> None:
+    """T >= sum_v x_v T_host,v.
+
+    Valid: host operators run one at a time (Eqs. 11-12 for every host pair in P, precedence
+    for the others) and all inside [0, T], so their total latency fits in T.
+    """
+    m.host_serial = pyo.Constraint(expr=m.makespan >= host_work(m, m.V))
+
+
+def add_energetic(m: pyo.ConcreteModel) -> None:
+    """s_v >= host work of v's ancestors; T >= f_v + host work of v's descendants.
+
+    Valid: every ancestor a of v finishes before s_v (precedence along the path) and every
+    descendant starts after f_v and ends by T; the host ones among them are disjoint
+    intervals on the single host, inside [0, s_v] resp. [f_v, T].
+    """
+    anc, desc = m.graph_structure["ancestors"], m.graph_structure["descendants"]
+    m.energetic_head = pyo.Constraint(
+        m.V,
+        rule=lambda m, v: m.start[v] >= host_work(m, anc[v]) if anc[v] else pyo.Constraint.Skip,
+    )
+    m.energetic_tail = pyo.Constraint(
+        m.V,
+        rule=lambda m, v: m.makespan >= m.finish[v] + host_work(m, desc[v])
+        if desc[v]
+        else pyo.Constraint.Skip,
+    )
+
+
+def add_bottleneck(m: pyo.ConcreteModel) -> None:
+    """s_v >= f_u + host work strictly between consecutive bottlenecks u -> v.
+
+    A bottleneck is comparable with every other operator. Valid: each w between u and v
+    (a descendant of u and an ancestor of v) runs inside [f_u, s_v]; the host ones are
+    disjoint there. Only a handful of rows (one per consecutive bottleneck pair).
+    """
+    pairs = m.graph_structure["bottleneck_pairs"]
+    anc, desc = m.graph_structure["ancestors"], m.graph_structure["descendants"]
+    m.BOTTLENECK_PAIRS = pyo.Set(dimen=2, initialize=pairs, ordered=True)
+    m.bottleneck = pyo.Constraint(
+        m.BOTTLENECK_PAIRS,
+        rule=lambda m, u, v: m.start[v]
+        >= m.finish[u] + host_work(m, sorted(desc[u] & anc[v], key=m.graph_structure["pos"].get)),
+    )
+
+
+def add_window_big_m(m: pyo.ConcreteModel) -> None:
+    """Eqs. 11-12 with a per-pair M_uv = max(0, min(M, UB - tail_u - head_v)), and T <= UB.
+
+    UB is the makespan of a feasible schedule (``m.upper_bound``), head_v a constant lower
+    bound on s_v and tail_u one on T - f_u (longest paths of the faster device's
+    latencies, or of host-only operators' latencies, which the host runs serially). Valid
+    for every solution with T <= UB, the only ones the added row T <= UB keeps and among
+    which an optimum lies (UB is achieved): there f_u - s_v <= UB - tail_u - head_v, so a
+    row switched off by x or o (coefficient >= 1) never binds. The faithful ``ordering``
+    rows are then dominated; ``TIGHTENED_FAMILIES`` omits them.
+    """
+    if m.component("upper_bound") is None:
+        raise PlacementError("the window_big_m family needs an upper bound (build_cim_model)")
+    head, tail = m.graph_structure["head"], m.graph_structure["tail"]
+    ub = pyo.value(m.upper_bound)
+    big_m = pyo.value(m.big_m)
+
+    def m_pair(u: str, v: str) -> float:  # model units: f_u - s_v <= this when T <= UB
+        return max(0.0, min(big_m, ub - tail[u] - head[v]))
+
+    m.makespan_cap = pyo.Constraint(expr=m.makespan <= m.upper_bound)
+    m.order_uv_window = pyo.Constraint(
+        m.P,
+        rule=lambda m, u, v: m.start[v]
+        >= m.finish[u] - m_pair(u, v) * (3 - m.host[u] - m.host[v] - m.order[u, v]),
+    )
+    m.order_vu_window = pyo.Constraint(
+        m.P,
+        rule=lambda m, u, v: m.start[u]
+        >= m.finish[v] - m_pair(v, u) * (2 - m.host[u] - m.host[v] + m.order[u, v]),
+    )

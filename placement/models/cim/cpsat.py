@@ -1,0 +1,89 @@
+"""The CIM makespan problem as an OR-Tools CP-SAT interval model (no big-M, no ordering
+binaries): the same problem as the ILP of ``placement.models.cim`` (Eqs. 5-14), stated
+with scheduling constraints.
+
+* per operator v a Boolean x_v (1 = host; fixed to 1 outside V_acc), integer start s_v
+  and end e_v = s_v + T_acc,v + x_v (T_host,v - T_acc,v);
+* one *optional* fixed-size interval [s_v, s_v + T_host,v) per operator, present iff
+  x_v, and a single NoOverlap over them: the host runs one operator at a time;
+* per edge (u, v): s_v >= e_u, and s_v >= e_u + T_transfer,(u,v) enforced when
+  x_u != x_v (two reified rows);
+* the crossbar budget (Eq. 14), T >= e_v for sinks, minimize T;
+* the valid bounds of the ``bounded`` formulation (host-serial, ancestor/descendant
+  host work, consecutive bottlenecks) and constant head/tail bounds on the domains;
+  without them CP-SAT proves little on YOLO-sized graphs;
+* a feasible schedule as a hint, its makespan as the horizon.
+
+:func:`build_interval_model` takes plain integer data (``placement.cim.cpsat`` prepares
+it) and runs in the CP-SAT worker process (``placement.solvers.cpsat``): this module
+imports OR-Tools only there, never in the caller's process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def build_interval_model(data: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The CP-SAT model of ``data`` and its variables by name (``host[v]``, ``start[v]``,
+    ``finish[v]``, ``makespan``)."""
+    from ortools.sat.python import cp_model
+
+    names: list[str] = data["names"]
+    index = {v: i for i, v in enumerate(names)}
+    dh = dict(zip(names, data["t_host"], strict=True))
+    horizon: int = data["horizon"]
+    m = cp_model.CpModel()
+    x = {v: m.new_bool_var(f"host[{v}]") for v in names}
+    s, e, intervals = {}, {}, []
+    for v in names:
+        head = data["head"][v] if data["use_bounds"] else 0
+        tail = data["tail"][v] if data["use_bounds"] else 0
+        s[v] = m.new_int_var(min(head, horizon), horizon, f"start[{v}]")
+        e[v] = m.new_int_var(0, max(horizon - tail, 0), f"finish[{v}]")
+        da = data["t_acc"][index[v]]
+        if da is None:
+            m.add(x[v] == 1)  # Eq. 5
+            m.add(e[v] == s[v] + dh[v])
+        else:
+            m.add(e[v] == s[v] + da + (dh[v] - da) * x[v])  # Eq. 7
+        intervals.append(m.new_optional_fixed_size_interval_var(s[v], dh[v], x[v], f"iv[{v}]"))
+    m.add_no_overlap(intervals)  # the single host: what Eqs. 11-12 encode with big-M
+    for u, v, tr in data["edges"]:
+        m.add(s[v] >= e[u])  # Eq. 8 on the same device
+        if tr > 0:  # Eqs. 8-9: the transfer only between devices
+            m.add(s[v] >= e[u] + tr).only_enforce_if([x[u], x[v].Not()])
+            m.add(s[v] >= e[u] + tr).only_enforce_if([x[u].Not(), x[v]])
+    capable = [v for v in names if data["t_acc"][index[v]] is not None]
+    if capable:  # Eq. 14
+        xb = data["crossbars"]
+        m.add(sum(xb[index[v]] * (1 - x[v]) for v in capable) <= data["budget"])
+    makespan = m.new_int_var(0, horizon, "makespan")
+    for v in data["sinks"]:
+        m.add(makespan >= e[v])  # Eq. 6
+    if data["use_bounds"]:
+        def work(nodes: Any) -> Any:
+            return sum((dh[w] * x[w] for w in nodes if dh[w] > 0), start=0)
+
+        m.add(makespan >= work(names))  # host-serial
+        for v in names:  # host work of ancestors before v, of descendants after it
+            if data["ancestors"][v]:
+                m.add(s[v] >= work(data["ancestors"][v]))
+            if data["descendants"][v]:
+                m.add(makespan >= e[v] + work(data["descendants"][v]))
+        desc = {v: set(d) for v, d in data["descendants"].items()}
+        for u, v in data["bottleneck_pairs"]:  # between consecutive bottlenecks
+            m.add(s[v] >= e[u] + work(sorted(desc[u] & set(data["ancestors"][v]))))
+    m.minimize(makespan)
+    for v in names:  # a feasible schedule on the same data: the hint
+        on_host, start, finish = data["hint"][v]
+        m.add_hint(x[v], on_host)
+        m.add_hint(s[v], start)
+        m.add_hint(e[v], finish)
+    m.add_hint(makespan, horizon)
+    wanted: dict[str, Any] = {"makespan": makespan}
+    for v in names:
+        wanted[f"host[{v}]"] = x[v]
+        wanted[f"start[{v}]"] = s[v]
+        wanted[f"finish[{v}]"] = e[v]
+    return m, wanted

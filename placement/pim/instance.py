@@ -1,0 +1,114 @@
+"""Plain data that the PIM loop-nest placement model and the threshold rule are built from.
+
+A :class:`PimInstance` holds the nests of one program (``placement.nests``), the
+measured host time of each, the PIM machine's spec and core count, optional PIM times
+that override the analytical model (``placement.devices.pim``) and optional Table 1
+counters (used only by the rule). All times are in seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from placement.devices.pim import check_cores, t_pim
+from placement.errors import PlacementError
+from placement.hardware.pim import PimSpec
+from placement.nests import LoopNest
+
+
+@dataclass(frozen=True)
+class PimInstance:
+    """Plain data for the loop-nest placement model. All times in seconds.
+
+    ``t_cpu``: measured host time of every nest (all invocations). ``t_pim``:
+    optional PIM times (e.g. simulated) overriding the analytical model of
+    ``placement.devices.pim`` for the nests it names. ``counters``: optional
+    Table 1 events per nest, used only by the threshold rule. ``n_cores``
+    defaults to ``spec.cores``.
+    """
+
+    nests: tuple[LoopNest, ...]
+    t_cpu: Mapping[str, float]
+    spec: PimSpec
+    n_cores: int | None = None  # None: spec.cores; always an int after construction
+    t_pim: Mapping[str, float] | None = None
+    counters: Mapping[str, Mapping[str, float] | None] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nests", tuple(self.nests))
+        cores = self.spec.cores if self.n_cores is None else self.n_cores
+        object.__setattr__(self, "n_cores", check_cores(cores))
+        if not self.nests:
+            raise PlacementError("the PIM instance has no loop nests")
+        seen: set[str] = set()
+        last = None
+        for n in self.nests:
+            if n.id in seen:
+                raise PlacementError(f"nest id {n.id!r} appears twice")
+            seen.add(n.id)
+            if last is not None and n.index <= last:
+                raise PlacementError(
+                    f"nest {n.id!r}: nests must be in program order (index {n.index} after {last})"
+                )
+            last = n.index
+            if n.trip_count < 1 or n.n_iter < 0 or n.n_total < n.n_iter:
+                raise PlacementError(
+                    f"nest {n.id!r}: need trip_count >= 1 and 0 <= n_iter <= n_total"
+                )
+        check_times(self.t_cpu, seen, "T_cpu", required=True)
+        if self.t_pim is not None:
+            check_times(self.t_pim, seen, "T_pim", required=False)
+        if self.counters is not None:
+            unknown = [k for k in self.counters if k not in seen]
+            if unknown:
+                raise PlacementError(f"counters given for unknown nest {unknown[0]!r}")
+
+    @cached_property
+    def pim_times(self) -> dict[str, float]:
+        """T_pim(N) per nest: the override if given, else the analytical model."""
+        given = self.t_pim or {}
+        return {
+            n.id: float(given[n.id]) if n.id in given else t_pim(n, self.spec, self.n_cores)
+            for n in self.nests
+        }
+
+    def pim_time(self, nest_id: str) -> float:
+        return self.pim_times[nest_id]
+
+    @property
+    def cpu_only(self) -> float:
+        return math.fsum(self.t_cpu[n.id] for n in self.nests)
+
+    def with_cores(self, n_cores: int) -> PimInstance:
+        """The same program on ``n_cores`` PIM cores (analytical T_pim recomputed)."""
+        return dataclasses.replace(self, n_cores=n_cores)
+
+    def operator_groups(self) -> list[list[str]]:
+        """Nest ids sharing one decision at operator granularity (singletons for unknown nodes)."""
+        groups: dict[str, list[str]] = {}
+        out: list[list[str]] = []
+        for n in self.nests:
+            if not n.onnx_node:
+                out.append([n.id])
+                continue
+            if n.onnx_node not in groups:
+                groups[n.onnx_node] = []
+                out.append(groups[n.onnx_node])
+            groups[n.onnx_node].append(n.id)
+        return out
+
+
+def check_times(table: Mapping[str, float], ids: set[str], what: str, *, required: bool) -> None:
+    for key in table:
+        if key not in ids:
+            raise PlacementError(f"{what} given for unknown nest {key!r}")
+    for nid in sorted(ids) if required else table:
+        if nid not in table:
+            raise PlacementError(f"nest {nid!r} has no {what}")
+        t = table[nid]
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+            raise PlacementError(f"nest {nid!r}: {what} must be a time >= 0 s, got {t!r}")

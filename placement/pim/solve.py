@@ -1,0 +1,191 @@
+"""The PIM pipeline's solve: the Eq.-9-optimal placement of loop nests, verified, and the
+threshold rule beside it for every core count.
+
+``solve(instance)`` builds the loop-nest model (``placement.models.pim``), solves it with
+any MIP backend (HiGHS by default) and recomputes the decisions' Eq. 9 independently
+(``placement.pim.verify``); a placement that fails verification is an error, never a
+result. ``solve_for_cores`` adds the paper's threshold rule (``placement.pim.rules``)
+and its own Eq. 9 for each PIM core count, as ``placement solve --target pim`` shows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import pyomo.environ as pyo
+
+from placement.devices.pim import HybridTime, speedup
+from placement.errors import PlacementError
+from placement.hardware.pim import PimHardware, PimSpec
+from placement.models.common import solve_in_seconds
+from placement.models.pim import build_pim_model, check_mode, extract_decisions
+from placement.pim.instance import PimInstance
+from placement.pim.rules import RuleDecision, rule_placement
+from placement.pim.verify import PimVerification, evaluate_placement, verify_pim
+from placement.solvers.base import SolveOptions, SolveResult, SolveStatus
+from placement.solvers.registry import get_backend
+
+
+@dataclass
+class PimPlacement:
+    instance: PimInstance
+    copy: str
+    granularity: str
+    result: SolveResult  # objective and bound in seconds
+    on_pim: dict[str, bool] | None  # None when the solver found no solution
+    hybrid: HybridTime | None  # recomputed by the verifier from the decisions
+    verification: PimVerification | None
+
+    @property
+    def cpu_only(self) -> float:
+        return self.instance.cpu_only
+
+    @property
+    def speedup(self) -> float | None:
+        return None if self.hybrid is None else speedup(self.cpu_only, self.hybrid.total)
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.speedup
+        return {
+            "copy": self.copy,
+            "granularity": self.granularity,
+            "n_cores": self.instance.n_cores,
+            "nests": len(self.instance.nests),
+            "result": self.result.to_json(),
+            "cpu_only": self.cpu_only,
+            "hybrid": None if self.hybrid is None else self.hybrid.to_json(),
+            "speedup": None if s is None or math.isinf(s) else s,
+            "decisions": None
+            if self.on_pim is None
+            else {k: ("pim" if v else "host") for k, v in self.on_pim.items()},
+            "verification": None if self.verification is None else self.verification.to_json(),
+        }
+
+
+def solve(
+    instance: PimInstance,
+    *,
+    copy: str = "upper_bound",
+    granularity: str = "loop",
+    model: pyo.ConcreteModel | None = None,
+    solver: str = "highs",
+    time_limit: float | None = None,
+    rel_gap: float = 1e-6,
+    threads: int | None = None,
+    tee: bool | list[TextIO] = False,
+) -> PimPlacement:
+    """Minimum-Eq.-9 placement of ``instance`` (best found under a time limit), verified.
+
+    ``model`` may be a model from ``build_model`` with the same options that the caller
+    extended; the verifier checks Eq. 9 of the returned decisions. ``solver``: any MIP
+    backend of ``placement.solvers.registry`` ("highs", "scip", "cbc", "gurobi").
+    """
+    if model is not None:  # a caller's model: verify it under the options it was built with
+        copy = getattr(model, "copy_mode", copy)
+        granularity = getattr(model, "granularity", granularity)
+    check_mode(copy, granularity)
+    options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads, tee=tee)
+    options.check()
+    backend = get_backend(solver, mip=True)
+    tick = time.perf_counter()
+    if model is None:
+        model = build_pim_model(instance, copy=copy, granularity=granularity)
+    build_seconds = time.perf_counter() - tick
+    result = solve_in_seconds(
+        model, backend, options, what="PIM", item="nest", build_seconds=build_seconds
+    )
+    if not result.status.has_solution:
+        return PimPlacement(instance, copy, granularity, result, None, None, None)
+
+    on_pim = extract_decisions(model)
+    assert result.objective is not None
+    claimed = result.objective
+    if result.status == SolveStatus.TIME_LIMIT:
+        # An incumbent's continuous switch/copy variables may sit above their minimum;
+        # the decisions' own Eq. 9 is then what it achieves.
+        check = verify_pim(instance, on_pim, copy=copy, granularity=granularity)
+        if check.recomputed is not None and check.recomputed.total < claimed:
+            claimed = check.recomputed.total
+            result = dataclasses.replace(
+                result,
+                objective=claimed,
+                message=f"{result.message}; incumbent lowered to its decisions' Eq. 9".lstrip("; "),
+            )
+    verification = verify_pim(
+        instance, on_pim, copy=copy, granularity=granularity, claimed=claimed
+    )
+    verification.raise_if_failed()
+    return PimPlacement(
+        instance, copy, granularity, result, on_pim, verification.recomputed, verification
+    )
+
+
+@dataclass
+class CoreResult:
+    """Everything decided for one PIM core count."""
+
+    cores: int
+    rule: dict[str, RuleDecision]  # nest id -> decision, program order
+    rule_hybrid: HybridTime  # Eq. 9 of the rule's placement (same copy accounting)
+    placement: PimPlacement  # the Eq.-9-optimal placement (verified)
+
+    @property
+    def rule_speedup(self) -> float:
+        return speedup(self.placement.cpu_only, self.rule_hybrid.total)
+
+    @property
+    def rule_on_pim(self) -> list[str]:
+        return [k for k, d in self.rule.items() if d.on_pim]
+
+    @property
+    def model_on_pim(self) -> list[str] | None:
+        if self.placement.on_pim is None:
+            return None
+        return [k for k, v in self.placement.on_pim.items() if v]
+
+
+def solve_for_cores(
+    instance: PimInstance,
+    cores: Sequence[int],
+    copy: str = "upper_bound",
+    granularity: str = "loop",
+    allow_estimates: bool = False,
+    *,
+    solver: str = "highs",
+    time_limit: float | None = None,
+    rel_gap: float = 1e-6,
+    threads: int | None = None,
+    tee: bool | list[TextIO] = False,
+    progress: Callable[[int], None] | None = None,
+) -> list[CoreResult]:
+    """Rule and optimal placement for every core count in ``cores`` (in the order given).
+
+    The rule is per nest at any ``granularity`` (the paper's rule); its placement is
+    evaluated with the same ``copy`` accounting as the model, so the two compare.
+    """
+    check_mode(copy, granularity)
+    if not cores:
+        raise PlacementError("no PIM core counts given")
+    out: list[CoreResult] = []
+    for n in cores:
+        if progress is not None:
+            progress(n)
+        at_n = instance.with_cores(n)
+        rule = rule_placement(at_n, allow_estimates=allow_estimates)
+        rule_hybrid = evaluate_placement(at_n, {k: d.on_pim for k, d in rule.items()}, copy=copy)
+        placement = solve(
+            at_n, copy=copy, granularity=granularity, solver=solver, time_limit=time_limit,
+            rel_gap=rel_gap, threads=threads, tee=tee,
+        )  # fmt: skip
+        out.append(CoreResult(n, rule, rule_hybrid, placement))
+    return out
+
+
+def spec_of(hw: PimHardware | PimSpec) -> PimSpec:
+    """The PIM spec of a machine description (or the spec itself)."""
+    return hw.pim if isinstance(hw, PimHardware) else hw

@@ -1,0 +1,111 @@
+"""Shared by the backends that take a Pyomo model: model size, MIP starts, status mapping.
+
+HiGHS, SCIP and Gurobi run through Pyomo's current solver interface
+(``pyomo.contrib.solver``); CBC through the legacy one. What a Pyomo backend reports
+is mapped to :class:`SolveStatus` here, once: OPTIMAL only when the solver proved it,
+a solution loaded into the model only when the solver has a feasible one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import pyomo.environ as pyo
+from pyomo.core.base.constraint import Constraint
+from pyomo.core.base.objective import Objective
+from pyomo.util.vars_from_expressions import get_vars_from_components
+
+from placement.solvers.base import (
+    ModelSize,
+    SolveOptions,
+    SolveResult,
+    SolveStatus,
+    finite_or_none,
+    relative_gap,
+)
+
+
+def model_size(model: pyo.Block) -> ModelSize:
+    """What the solver sees: unfixed variables used in active rows or objectives, active rows."""
+    seen: dict[int, Any] = {}
+    for ctype in (Constraint, Objective):
+        for var in get_vars_from_components(model, ctype, include_fixed=False, active=True):
+            seen[id(var)] = var
+    binaries = sum(1 for v in seen.values() if v.is_binary())
+    rows = sum(1 for _ in model.component_data_objects(Constraint, active=True))
+    return ModelSize(variables=len(seen), binaries=binaries, constraints=rows)
+
+
+def load_start(model: pyo.Block, start: Mapping[Any, float]) -> None:
+    """Put a MIP start into the variables: the contrib and legacy interfaces read it there."""
+    for var, val in start.items():
+        if val is not None and not var.fixed:
+            var.set_value(float(val), skip_validation=True)
+
+
+class ResultBuilder:
+    """Builds the :class:`SolveResult` of one run; the model size is counted once."""
+
+    def __init__(self, solver: str, model: pyo.Block, options: SolveOptions) -> None:
+        self.solver = solver
+        self.size = model_size(model)
+        self.options: dict[str, object] = options.recorded()
+        self.started = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def __call__(
+        self,
+        status: SolveStatus,
+        seconds: float,
+        message: str = "",
+        *,
+        objective: float | None = None,
+        bound: float | None = None,
+    ) -> SolveResult:
+        bound = finite_or_none(bound)
+        return SolveResult(
+            status=status,
+            solver=self.solver,
+            objective=objective,
+            best_bound=bound,
+            gap=relative_gap(objective, bound),
+            build_seconds=0.0,
+            solve_seconds=seconds,
+            size=self.size,
+            message=message,
+            options=self.options,
+        )
+
+
+def contrib_outcome(res: Any, result: ResultBuilder, words: str, seconds: float) -> SolveResult:
+    """Map a ``pyomo.contrib.solver`` result; load its solution into the model when it has one."""
+    from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+
+    term = res.termination_condition
+    has_solution = res.solution_status in (SolutionStatus.optimal, SolutionStatus.feasible)
+    incumbent = res.incumbent_objective if has_solution else None
+    bound = res.objective_bound
+    if has_solution:
+        res.solution_loader.load_vars()
+    values = {"objective": incumbent, "bound": bound}
+    if term == TerminationCondition.convergenceCriteriaSatisfied and has_solution:
+        return result(SolveStatus.OPTIMAL, seconds, "", **values)
+    if term == TerminationCondition.maxTimeLimit:
+        if has_solution:
+            return result(SolveStatus.TIME_LIMIT, seconds, words, **values)
+        return result(SolveStatus.TIME_LIMIT_NO_SOLUTION, seconds, words, bound=bound)
+    if term == TerminationCondition.provenInfeasible:
+        return result(SolveStatus.INFEASIBLE, seconds, words)
+    # Anything else, including "infeasible or unbounded": the solver's words, no claim.
+    return result(SolveStatus.ERROR, seconds, words, **values)
+
+
+def contrib_solver(name: str) -> Any:
+    """A fresh ``pyomo.contrib.solver`` interface by its registered name."""
+    from pyomo.contrib.solver.common.factory import SolverFactory
+
+    return SolverFactory(name)

@@ -1,0 +1,47 @@
+"""Gurobi through Pyomo's ``gurobi_direct`` interface (needs ``gurobipy``).
+
+The pip wheel carries a size-limited licence (2,000 variables / 2,000 rows). A model
+it refuses is not a failure of ours: the result is ``SolveStatus.ERROR`` with
+``options["licence_limit"] = True`` and a message starting with :data:`LICENCE_LIMIT`
+(``placement bench`` shows it as its own status).
+"""
+
+from __future__ import annotations
+
+from placement.solvers.base import SolveResult, SolveStatus
+from placement.solvers.contrib import ResultBuilder, contrib_solver
+from placement.solvers.scip import ScipBackend
+
+LICENCE_LIMIT = "licence limit"
+_SIZE_LIMIT_ERRNO = 10010  # GurobiError code: "Model too large for size-limited license"
+
+
+class GurobiBackend(ScipBackend):
+    name = "gurobi"
+    label = "Gurobi"
+    interface = "gurobi_direct"
+    install = "pip install gurobipy (the pip wheel has a size-limited licence)"
+
+    def record_options(self, options: dict[str, object]) -> None:
+        options["licence"] = licence()
+
+    def failure(self, exc: Exception, result: ResultBuilder) -> SolveResult:
+        if getattr(exc, "errno", None) == _SIZE_LIMIT_ERRNO:
+            result.options["licence_limit"] = True
+            size = result.size
+            return result(
+                SolveStatus.ERROR,
+                result.elapsed(),
+                f"{LICENCE_LIMIT}: Gurobi's size-limited licence refuses this model"
+                f" ({size.variables} variables, {size.constraints} rows)",
+            )
+        return super().failure(exc, result)
+
+
+def licence() -> str | None:
+    """'LimitedLicense' / 'FullLicense' when gurobipy is usable, else None."""
+    try:
+        avail = contrib_solver(GurobiBackend.interface).available()
+    except Exception:
+        return None
+    return avail.name if avail else None

@@ -1,0 +1,140 @@
+"""Executors: run :func:`~placement.sweep.plan.solve_point` on many points, here or elsewhere.
+
+In this process (1 worker), in a pool of local processes, or on a Dask cluster
+(``distributed.Client``, imported only when a cluster is used). Every executor gives the
+same rows: each point is solved on its own, from plain data.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from placement.errors import PlacementError
+from placement.sweep.plan import Point, PointOutcome, PointTask, solve_point
+
+
+def execute(
+    tasks: Iterable[PointTask],
+    on_result: Callable[[PointOutcome], None],
+    *,
+    workers: int = 1,
+    client: Any = None,
+) -> None:
+    """Run :func:`solve_point` on every task, calling ``on_result`` as each finishes.
+
+    ``client``: a ``distributed.Client`` (Dask); else ``workers`` local processes
+    (``ProcessPoolExecutor``), or this process when ``workers`` is 1. At most a few
+    tasks per worker are in flight, so a large grid never sits in memory as payloads.
+    Raises :class:`PlacementError` when the executor itself fails (a worker died, the
+    package is missing on a Dask worker); the points finished before are kept.
+    """
+    if client is not None:
+        _execute_dask(tasks, on_result, client)
+    elif workers <= 1:
+        for task in tasks:
+            on_result(solve_point(task))
+    else:
+        _execute_processes(tasks, on_result, workers)
+
+
+def _execute_processes(
+    tasks: Iterable[PointTask], on_result: Callable[[PointOutcome], None], workers: int
+) -> None:
+    # spawn: the parent may hold threads (ONNX Runtime, Dask) that fork would copy badly.
+    context = multiprocessing.get_context("spawn")
+    pending: dict[Any, Point] = {}
+    it = iter(tasks)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        try:
+            for task in itertools.islice(it, 2 * workers):
+                pending[pool.submit(solve_point, task)] = task.point
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    point = pending.pop(fut)
+                    try:
+                        outcome = fut.result()
+                    except BrokenProcessPool as exc:
+                        raise PlacementError(
+                            f"a worker process died while solving {point.point_id} ({exc})"
+                        ) from None
+                    on_result(outcome)
+                    nxt = next(it, None)
+                    if nxt is not None:
+                        pending[pool.submit(solve_point, nxt)] = nxt.point
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
+def _execute_dask(
+    tasks: Iterable[PointTask], on_result: Callable[[PointOutcome], None], client: Any
+) -> None:
+    from distributed import as_completed
+
+    threads = sum(client.nthreads().values()) or 1
+    window = max(4, 2 * threads)
+    it = iter(tasks)
+    points: dict[str, Point] = {}
+    outstanding: dict[str, Any] = {}
+
+    def submit(task: PointTask) -> Any:
+        fut = client.submit(solve_point, task, pure=False)
+        points[fut.key] = task.point
+        outstanding[fut.key] = fut
+        return fut
+
+    futures = as_completed([submit(t) for t in itertools.islice(it, window)], loop=client.loop)
+    try:
+        for fut in futures:
+            point = points.pop(fut.key)
+            outstanding.pop(fut.key, None)
+            try:
+                outcome = fut.result()
+            except Exception as exc:  # solve_point catches its own: this is the cluster
+                hint = (
+                    "; the Dask workers need the placement package installed"
+                    if isinstance(exc, ImportError)
+                    else ""
+                )
+                raise PlacementError(
+                    f"point {point.point_id} failed on the Dask cluster:"
+                    f" {type(exc).__name__}: {exc}{hint}"
+                ) from None
+            on_result(outcome)
+            nxt = next(it, None)
+            if nxt is not None:
+                futures.add(submit(nxt))
+    except BaseException:
+        client.cancel(list(outstanding.values()))
+        raise
+
+
+def connect(address: str, timeout: float = 10.0) -> Any:
+    """A ``distributed.Client`` for the scheduler at ``address`` with at least one worker.
+
+    Fails with one line after ``timeout`` seconds rather than waiting forever.
+    """
+    from distributed import Client
+
+    try:
+        client = Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise PlacementError(
+            f"cannot connect to the Dask scheduler at {address} within {timeout:g} s"
+            f" ({exc}); check --scheduler, or raise --scheduler-timeout"
+        ) from None
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (TimeoutError, OSError):
+        client.close()
+        raise PlacementError(
+            f"the Dask scheduler at {address} has no workers after {timeout:g} s;"
+            " start some with `dask worker " + address + "`"
+        ) from None
+    return client

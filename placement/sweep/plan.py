@@ -1,0 +1,192 @@
+"""The points of a sweep: their ids and rows, the plain task a worker gets, solving one point.
+
+:func:`plan_points` expands models x hardware x grid values into :class:`Point` s with
+stable ids; :func:`build_task` turns a point into a picklable :class:`PointTask`;
+:func:`solve_point` (run by any executor) solves it through the target's adapter
+(:mod:`placement.sweep.targets`) and returns the row and schedule document.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from placement.errors import PlacementError
+from placement.sweep.grid import Grid
+from placement.sweep.targets import Number, get_target
+
+ID_COLUMNS = ("point_id", "target", "model", "hardware")
+RESULT_COLUMNS = (
+    "status", "objective_s", "cpu_only_s", "speedup", "n_operators", "n_offloaded",
+    "crossbars_used", "host_busy_s", "accel_busy_s", "gap", "solve_seconds", "verified",
+    "message",
+)  # fmt: skip
+ERROR = "error"  # the status of a point that could not be solved
+
+
+def columns_for(grid: Grid) -> list[str]:
+    """The row columns of a sweep over ``grid``, in order."""
+    return [*ID_COLUMNS, *grid.keys, *RESULT_COLUMNS]
+
+
+def hardware_identity(hw: Any) -> dict[str, Any]:
+    """What defines a hardware description (its JSON without where it was found)."""
+    doc = hw.to_json()
+    doc.pop("source", None)  # where the file was found does not change the machine
+    return doc
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    """One model of the sweep; ``profile`` is the HostProfile (CIM) or NestProfile (PIM)."""
+
+    name: str  # file stem: the ``model`` column
+    path: str
+    sha256: str
+    profile: Any = field(default=None, compare=False, repr=False)
+    graph: Any = field(default=None, compare=False, repr=False)  # OpGraph, CIM only
+
+    @property
+    def profile_file(self) -> str:
+        """Where the sweep directory keeps this model's profile (relative path)."""
+        return f"profiles/{self.name}.{self.sha256[:12]}.json"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of the grid: its id and the values of its identifying columns."""
+
+    point_id: str
+    target: str
+    model: str
+    hardware: str
+    params: tuple[tuple[str, Number], ...]
+
+    def row_prefix(self) -> dict[str, Any]:
+        """The point's id columns and swept values, as the start of its row."""
+        row: dict[str, Any] = {
+            "point_id": self.point_id,
+            "target": self.target,
+            "model": self.model,
+            "hardware": self.hardware,
+        }
+        row.update(self.params)
+        return row
+
+
+def make_point_id(target: str, model: ModelInput, hw: Any, params: Mapping[str, Number]) -> str:
+    """Readable label plus a hash of what defines the point (stable across runs and hosts)."""
+    identity = {
+        "target": target,
+        "model_sha256": model.sha256,
+        "hardware": hardware_identity(hw),
+        "params": [[k, v] for k, v in params.items()],
+    }
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:8]
+    parts = [model.name, hw.name] + [f"{k}={_fmt_value(v)}" for k, v in params.items()]
+    label = ".".join(re.sub(r"[^A-Za-z0-9_=+-]", "_", p) for p in parts)
+    return f"{label}.{digest}"
+
+
+def _fmt_value(v: Number) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(float(v)).replace(".", "p")
+
+
+def plan_points(
+    target: str, models: Sequence[ModelInput], hardware: Sequence[Any], grid: Grid
+) -> list[tuple[Point, ModelInput, Any]]:
+    """Every point with its model and hardware (parameters applied), in grid order.
+
+    Applying the values checks them against each hardware description (a PIM
+    ``instr_per_iter`` below ``i_min``, say) before any solving.
+    """
+    adapter = get_target(target)
+    out = []
+    for model in models:
+        for base in hardware:
+            for params in grid.combinations():
+                try:
+                    hw = adapter.apply_parameters(base, params)
+                except PlacementError as exc:
+                    shown = ", ".join(f"{k}={v}" for k, v in params.items())
+                    raise PlacementError(f"grid point {base.name} {shown}: {exc}") from None
+                pid = make_point_id(target, model, base, params)
+                point = Point(pid, target, model.name, base.name, tuple(params.items()))
+                out.append((point, model, hw))
+    return out
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """How every point is solved (HiGHS settings; copy/granularity are PIM only)."""
+
+    time_limit: float = 600.0  # seconds per point
+    rel_gap: float = 1e-4
+    threads: int = 1  # HiGHS threads per point: 1 keeps results independent of the executor
+    copy: str = "upper_bound"  # PIM only
+    granularity: str = "loop"  # PIM only
+
+    def to_json(self, target: str) -> dict[str, Any]:
+        """The options ``target`` uses, as recorded in the manifest."""
+        unused = get_target(target).unused_options
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in unused}
+
+
+@dataclass(frozen=True)
+class PointTask:
+    """Plain, picklable data for one point: what a worker needs and nothing more."""
+
+    point: Point
+    instance: Any  # CimInstance or PimInstance; None when building it failed
+    options: SolverOptions
+    context: dict[str, Any]  # model path/sha256 and hardware JSON for the schedule document
+    error: str | None = None
+
+
+@dataclass
+class PointOutcome:
+    """A finished point: its row and its schedule document (None for failed points)."""
+
+    row: dict[str, Any]
+    document: dict[str, Any] | None  # the schedule document; None for failed points
+
+
+def build_task(point: Point, model: ModelInput, hw: Any, options: SolverOptions) -> PointTask:
+    """The point's instance, built here once (cheap) so workers receive plain data."""
+    context = {
+        "model": {"name": model.name, "path": model.path, "sha256": model.sha256},
+        "hardware": hw.to_json(),
+    }
+    adapter = get_target(point.target)
+    try:
+        instance = adapter.build_instance(model.graph, model.profile, hw)
+    except PlacementError as exc:
+        return PointTask(point, None, options, context, error=str(exc))
+    return PointTask(point, instance, options, context)
+
+
+def solve_point(task: PointTask) -> PointOutcome:
+    """Solve and verify one point; every failure of the point becomes an ``error`` row.
+
+    Runs in whichever worker the executor chose; it reads nothing but ``task``.
+    """
+    row = task.point.row_prefix() | dict.fromkeys(RESULT_COLUMNS)
+    if task.error is not None:
+        return PointOutcome(row | {"status": ERROR, "message": task.error}, None)
+    try:
+        values, doc = get_target(task.point.target).solve(task.instance, task.options)
+    except PlacementError as exc:
+        return PointOutcome(row | {"status": ERROR, "message": str(exc)}, None)
+    except Exception as exc:  # noqa: BLE001 -- one broken point must not end a long sweep
+        message = f"unexpected {type(exc).__name__}: {exc}"
+        return PointOutcome(row | {"status": ERROR, "message": message}, None)
+    row.update(values)
+    doc["point"] = {"point_id": task.point.point_id, "params": dict(task.point.params)}
+    doc["model"] = task.context["model"] | doc.get("model", {})
+    doc["hardware"] = task.context["hardware"]
+    return PointOutcome(row, doc)

@@ -1,0 +1,290 @@
+"""Sweep targets: everything that differs between a CIM and a PIM sweep, one adapter per target.
+
+A :class:`Target` knows its sweepable keys, its hardware descriptions, how a model is
+ingested and profiled, how a point's instance is built and how it is solved and turned
+into row values and a schedule document. The rest of :mod:`placement.sweep` is
+target-agnostic: it looks an adapter up in :data:`TARGETS` (:func:`get_target`) and calls
+its methods. Every call into the CIM and PIM pipelines made by a sweep is in this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from placement.cim.instance import cim_instance
+from placement.cim.solve import solve as solve_cim
+from placement.devices.pim import speedup
+from placement.errors import PlacementError
+from placement.graph import load_graph
+from placement.hardware.cim import CIM_KEYS, load_hardware, with_overrides
+from placement.hardware.pim import PIM_KEYS, load_pim_hardware, with_pim_overrides
+from placement.models.pim import check_mode
+from placement.pim.pipeline import instance as pim_instance
+from placement.pim.pipeline import model_sha256
+from placement.pim.rules import rule_placement
+from placement.pim.solve import solve as solve_pim
+from placement.pim.verify import evaluate_placement
+from placement.profiling.host_profile import HostProfile
+from placement.profiling.nest_profile import NestProfile
+
+Number = int | float  # a grid value, in file units
+# --crossbar-size N sets both crossbar_rows and crossbar_cols (square crossbars).
+CROSSBAR_SIZE = "crossbar_size"
+
+
+class SolveSettings(Protocol):
+    """The solver settings a target reads (:class:`placement.sweep.plan.SolverOptions`)."""
+
+    @property
+    def time_limit(self) -> float: ...
+    @property
+    def rel_gap(self) -> float: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def copy(self) -> str: ...
+    @property
+    def granularity(self) -> str: ...
+
+
+class Target(Protocol):
+    """What a sweep needs to know about one target (``cim`` or ``pim``)."""
+
+    name: str  # the ``target`` column
+    unused_options: tuple[str, ...]  # solver settings it ignores: left out of the manifest
+
+    def keys(self) -> list[str]:
+        """The keys a grid may sweep, in file units."""
+        ...
+
+    def is_integral(self, key: str) -> bool:
+        """Whether the values of ``key`` (a known key) must be whole numbers."""
+        ...
+
+    def check_keys(self, keys: Sequence[str]) -> None:
+        """Refuse a combination of (known, distinct) swept keys that contradict each other."""
+        ...
+
+    def load_hardware(self, name_or_path: str) -> Any:
+        """The hardware description of a preset name or TOML file."""
+        ...
+
+    def apply_parameters(self, hw: Any, params: Mapping[str, Number]) -> Any:
+        """``hw`` with a point's values (file units) applied (checked)."""
+        ...
+
+    def ingest(self, path: str | Path) -> tuple[str, Any]:
+        """A model file's SHA-256 and what its instances are built from besides the profile."""
+        ...
+
+    def load_profile(self, path: str | Path) -> Any:
+        """A saved profile of this target's kind."""
+        ...
+
+    def check_options(self, options: SolveSettings) -> None:
+        """Refuse solver settings this target cannot use."""
+        ...
+
+    def build_instance(self, graph: Any, profile: Any, hw: Any) -> Any:
+        """A point's solver instance (plain, picklable data)."""
+        ...
+
+    def solve(self, instance: Any, options: SolveSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Solve and verify one instance: the row's result values and the schedule document."""
+        ...
+
+
+def finite(x: float | None) -> float | None:
+    """``x``, or None when it is missing or not finite (a JSON-safe number)."""
+    return None if x is None or not math.isfinite(x) else x
+
+
+def check_copy_modes(options: SolveSettings) -> None:
+    """The PIM copy accounting and granularity must be known ones."""
+    check_mode(options.copy, options.granularity)
+
+
+class CimTarget:
+    """Compute-in-memory: an ONNX operator graph, a host profile, HiGHS on the makespan MILP."""
+
+    name = "cim"
+    unused_options: tuple[str, ...] = ("copy", "granularity")
+
+    def keys(self) -> list[str]:
+        """Every ``[cim]`` key, plus ``crossbar_size`` (square crossbars)."""
+        return [*CIM_KEYS, CROSSBAR_SIZE]
+
+    def is_integral(self, key: str) -> bool:
+        """Whole numbers for the crossbar counts and sizes."""
+        if key == CROSSBAR_SIZE:
+            return True
+        return CIM_KEYS[key][2]
+
+    def check_keys(self, keys: Sequence[str]) -> None:
+        """``crossbar_size`` and ``crossbar_rows``/``crossbar_cols`` exclude each other."""
+        if CROSSBAR_SIZE in keys and {"crossbar_rows", "crossbar_cols"} & set(keys):
+            raise PlacementError(
+                "crossbar_size sets both crossbar_rows and crossbar_cols: sweep either it or them"
+            )
+
+    def load_hardware(self, name_or_path: str) -> Any:
+        """A CIM :class:`~placement.hardware.cim.Hardware`."""
+        return load_hardware(name_or_path)
+
+    def apply_parameters(self, hw: Any, params: Mapping[str, Number]) -> Any:
+        """``hw`` with the point's ``[cim]`` values; ``crossbar_size`` sets rows and columns."""
+        values = dict(params)
+        if CROSSBAR_SIZE in values:
+            size = values.pop(CROSSBAR_SIZE)
+            values["crossbar_rows"] = values["crossbar_cols"] = size
+        return with_overrides(hw, **values)
+
+    def ingest(self, path: str | Path) -> tuple[str, Any]:
+        """The model's SHA-256 and its :class:`~placement.graph.OpGraph` (loaded once)."""
+        graph = load_graph(str(path))
+        return graph.sha256, graph
+
+    def load_profile(self, path: str | Path) -> Any:
+        """A :class:`~placement.profiling.host_profile.HostProfile`."""
+        return HostProfile.load(path)
+
+    def check_options(self, options: SolveSettings) -> None:
+        """CIM ignores copy/granularity, but they are checked for every target, as always."""
+        check_copy_modes(options)
+
+    def build_instance(self, graph: Any, profile: Any, hw: Any) -> Any:
+        """A :class:`~placement.cim.instance.CimInstance` of the graph's measured operators."""
+        return cim_instance(graph, profile.latencies, hw.cim)
+
+    def solve(self, instance: Any, options: SolveSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Makespan-optimal placement, verified; the document is ``CimPlacement.to_json()``."""
+        inst = instance
+        opts = options
+        # The paper's model with HiGHS, as sweeps have always solved points.
+        placement = solve_cim(
+            inst, formulation="faithful", solver="highs", time_limit=opts.time_limit,
+            rel_gap=opts.rel_gap, threads=opts.threads,
+        )  # fmt: skip
+        res, sched = placement.result, placement.schedule
+        values: dict[str, Any] = {
+            "status": res.status.value,
+            "cpu_only_s": placement.cpu_only,
+            "n_operators": len(inst.operators),
+            "gap": res.gap,
+            "solve_seconds": res.solve_seconds,
+            "verified": placement.verification is not None and placement.verification.ok,
+        }
+        if sched is not None:
+            on_cim = [op for op in inst.operators if not sched.on_host[op.name]]
+            values |= {
+                "objective_s": sched.makespan,
+                "speedup": finite(placement.speedup),
+                "n_offloaded": len(on_cim),
+                "crossbars_used": placement.crossbars_used,
+                "host_busy_s": math.fsum(
+                    op.t_host for op in inst.operators if sched.on_host[op.name]
+                ),
+                "accel_busy_s": math.fsum(op.t_acc or 0.0 for op in on_cim),
+            }
+        doc = placement.to_json()
+        doc["model"] = {"operators": len(inst.operators)}
+        return values, doc
+
+
+class PimTarget:
+    """Processing-in-memory: loop nests of a nest profile, HiGHS on T_hybrid (Eq. 9)."""
+
+    name = "pim"
+    unused_options: tuple[str, ...] = ()
+
+    def keys(self) -> list[str]:
+        """Every ``[pim]`` key."""
+        return list(PIM_KEYS)
+
+    def is_integral(self, key: str) -> bool:
+        """Whole numbers where the ``[pim]`` key is one (``cores``, ...)."""
+        return PIM_KEYS[key][2]
+
+    def check_keys(self, keys: Sequence[str]) -> None:
+        """Any combination of ``[pim]`` keys may be swept."""
+
+    def load_hardware(self, name_or_path: str) -> Any:
+        """A :class:`~placement.hardware.pim.PimHardware`."""
+        return load_pim_hardware(name_or_path)
+
+    def apply_parameters(self, hw: Any, params: Mapping[str, Number]) -> Any:
+        """``hw`` with the point's ``[pim]`` values (checked against each other)."""
+        return with_pim_overrides(hw, **params)
+
+    def ingest(self, path: str | Path) -> tuple[str, Any]:
+        """The model file's SHA-256; the nests come from the profile, so nothing else."""
+        return model_sha256(path), None
+
+    def load_profile(self, path: str | Path) -> Any:
+        """A :class:`~placement.profiling.nest_profile.NestProfile`."""
+        return NestProfile.load(path)
+
+    def check_options(self, options: SolveSettings) -> None:
+        """Known copy accounting and granularity."""
+        check_copy_modes(options)
+
+    def build_instance(self, graph: Any, profile: Any, hw: Any) -> Any:
+        """A :class:`~placement.pim.instance.PimInstance` of the profile's nests."""
+        return pim_instance(profile, hw.pim)
+
+    def solve(self, instance: Any, options: SolveSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Optimal placement, verified, plus the threshold rule's placement of the same point.
+
+        The document is ``PimPlacement.to_json()`` with a ``rule`` entry.
+        """
+        inst = instance
+        opts = options
+        placement = solve_pim(
+            inst, copy=opts.copy, granularity=opts.granularity, time_limit=opts.time_limit,
+            rel_gap=opts.rel_gap, threads=opts.threads,
+        )  # fmt: skip
+        res, hybrid = placement.result, placement.hybrid
+        values: dict[str, Any] = {
+            "status": res.status.value,
+            "cpu_only_s": placement.cpu_only,
+            "n_operators": len(inst.nests),
+            "gap": res.gap,
+            "solve_seconds": res.solve_seconds,
+            "verified": placement.verification is not None and placement.verification.ok,
+        }
+        if hybrid is not None and placement.on_pim is not None:
+            values |= {
+                "objective_s": hybrid.total,
+                "speedup": finite(placement.speedup),
+                "n_offloaded": sum(placement.on_pim.values()),
+                "host_busy_s": hybrid.host,
+                "accel_busy_s": hybrid.pim,
+            }
+        # The paper's threshold rule on the same point, for rule-vs-optimum figures.
+        rule = rule_placement(inst)
+        rule_hybrid = evaluate_placement(
+            inst, {k: d.on_pim for k, d in rule.items()}, copy=opts.copy
+        )
+        doc = placement.to_json()
+        doc["rule"] = {
+            "hybrid": rule_hybrid.to_json(),
+            "speedup": finite(speedup(placement.cpu_only, rule_hybrid.total)),
+            "on_pim": [k for k, d in rule.items() if d.on_pim],
+        }
+        return values, doc
+
+
+TARGETS: dict[str, Target] = {"cim": CimTarget(), "pim": PimTarget()}
+
+
+def get_target(name: str) -> Target:
+    """The adapter of target ``name``; a one-line PlacementError for an unknown one."""
+    try:
+        return TARGETS[name]
+    except (KeyError, TypeError):
+        raise PlacementError(
+            f"unknown target {name!r} (expected one of {', '.join(TARGETS)})"
+        ) from None
