@@ -8,3 +8,10 @@ fault. The CLI prints that line and exits non-zero, without a traceback.
 
 class PlacementError(Exception):
     """A user-facing error whose message is one self-explanatory line."""
+
+
+def raise_violations(violations: list[str]) -> None:
+    """A failed independent verification as one line: the first violation and a count."""
+    if violations:
+        more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
+        raise PlacementError(f"verification failed: {violations[0]}{more}")

@@ -21,7 +21,7 @@ import networkx as nx
 
 from placement.cim.instance import CimInstance
 from placement.cim.schedule import CimSchedule, asap_schedule
-from placement.errors import PlacementError
+from placement.errors import PlacementError, raise_violations
 
 _ABS_SLACK = 1e-12  # seconds
 
@@ -33,10 +33,8 @@ class Verification:
     recomputed_makespan: float = math.nan  # NaN when the assignment is unusable
 
     def raise_if_failed(self) -> None:
-        if self.ok:
-            return
-        more = f" (+{len(self.violations) - 1} more)" if len(self.violations) > 1 else ""
-        raise PlacementError(f"verification failed: {self.violations[0]}{more}")
+        if not self.ok:
+            raise_violations(self.violations)
 
     def to_json(self) -> dict[str, Any]:
         rec = self.recomputed_makespan

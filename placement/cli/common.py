@@ -189,9 +189,9 @@ def measure_host(args: argparse.Namespace, model_path: str) -> Any:
     return profile
 
 
-def measure_nests(args: argparse.Namespace) -> Any:
-    """Lower ``args.model`` and time its loop nests in the MLIR JIT (a NestProfile)."""
-    from placement.pim.pipeline import lower_model, model_sha256, profile_nests
+def lower(args: argparse.Namespace) -> Any:
+    """``args.model`` lowered to its loop nests (a LoweredProgram), with a line saying so."""
+    from placement.pim.pipeline import lower_model, model_sha256
 
     model_sha256(args.model)  # a missing file fails before torch-mlir is loaded
     started = time.perf_counter()
@@ -201,6 +201,14 @@ def measure_nests(args: argparse.Namespace) -> Any:
         f"model: {args.model} ({program.source_kind}), {len(program.nests)} loop nests,"
         f" lowered in {time.perf_counter() - started:.2f} s",
     )
+    return program
+
+
+def measure_nests(args: argparse.Namespace) -> Any:
+    """Lower ``args.model`` and time its loop nests in the MLIR JIT (a NestProfile)."""
+    from placement.pim.pipeline import profile_nests
+
+    program = lower(args)
     counters = {
         "timing": run_counter(args, "timing loop nests in the MLIR JIT"),
         "counters": run_counter(args, "counting Table 1 events"),

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
-from placement.cli.common import info
+from placement.cli.common import info, lower
 
 NESTS_FORMAT = "placement-nests"
 NESTS_VERSION = 1
@@ -28,17 +27,11 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from placement.io import write_json_atomic
-    from placement.pim.pipeline import lower_model, model_sha256
+    from placement.pim.pipeline import model_sha256
     from placement.pim.report import nest_table
 
     sha = model_sha256(args.model)
-    started = time.perf_counter()
-    program = lower_model(args.model)
-    info(
-        args,
-        f"model: {args.model} ({program.source_kind}), {len(program.nests)} loop nests,"
-        f" lowered in {time.perf_counter() - started:.2f} s",
-    )
+    program = lower(args)
     for line in nest_table(program.nests):
         print(line)
     if args.json:

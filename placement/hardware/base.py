@@ -10,13 +10,14 @@ every key must be present. Presets live in ``placement/hardware/presets/``; file
 
 from __future__ import annotations
 
+import math
 import platform
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from placement.errors import PlacementError
 
@@ -145,3 +146,88 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+# --------------------------------------------------------------------------- loading
+
+
+T = TypeVar("T")
+#: (top-level table, host, the device's table, source) -> the typed description
+Build = Callable[[dict[str, Any], HostSpec, dict[str, Any], str], T]
+
+
+def load_description(
+    name_or_path: str | Path, *, presets: list[str], what: str, device: str, build: Build[T]
+) -> T:
+    """A preset by name, or a TOML file by path (``base =`` resolved), built by ``build``.
+
+    ``what`` names the kind in messages ("hardware", "PIM hardware"); ``device`` is the
+    table the kind needs (``cim``, ``pim``).
+    """
+
+    def parse(text: str, source: str, seen: tuple[str, ...]) -> T:
+        data, host, table = parse_hardware_tables(
+            text, source, seen, device=device,
+            load_base=lambda name, seen: parse(*read_hardware_source(name, presets, what), seen),
+        )  # fmt: skip
+        return build(data, host, table, source)
+
+    text, source = read_hardware_source(str(name_or_path), presets, what)
+    return parse(text, source, ())
+
+
+def description_builder(
+    make: Callable[..., T], device: str, spec: Callable[[dict[str, Any], str], Any]
+) -> Build[T]:
+    """The ``build`` of :func:`load_description` for a description class ``make`` whose
+    ``device`` field holds ``spec(table, source)``."""
+
+    def build(data: dict[str, Any], host: HostSpec, table: dict[str, Any], source: str) -> T:
+        return make(
+            name=str(data.get("name") or Path(source).stem),
+            description=str(data.get("description", "")),
+            host=host,
+            source=source,
+            **{device: spec(table, source)},
+        )
+
+    return build
+
+
+def check_file_value(value: Any, key: str, integral: bool, where: str, shown: Any = None) -> None:
+    """A positive finite number, whole where required; ``key`` as in the file (``cim.x``).
+
+    ``shown`` is the value in file units for the message when ``value`` is not.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PlacementError(f"{where}: '{key}' must be a number, got {value!r}")
+    shown = value if shown is None else shown
+    if not math.isfinite(value) or value <= 0:
+        raise PlacementError(f"{where}: '{key}' must be positive, got {shown!r}")
+    if integral and value != int(value):
+        raise PlacementError(f"{where}: '{key}' must be a whole number, got {shown!r}")
+
+
+def spec_fields(
+    table: dict[str, Any],
+    keys: dict[str, tuple[str, float, bool]],
+    source: str,
+    device: str,
+    optional: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """Dataclass fields in SI units from a ``[device]`` table in file units.
+
+    ``keys``: file key -> (field, factor to SI, must be a whole number). Unknown keys and
+    missing ones (other than ``optional``) are refused, every value checked.
+    """
+    reject_unknown_keys(table, set(keys), source, f"{device}.")
+    fields: dict[str, Any] = {}
+    for key, (field, scale, integral) in keys.items():
+        if key not in table:
+            if key in optional:
+                continue
+            raise PlacementError(f"{source}: missing key '{device}.{key}'")
+        value = table[key]
+        check_file_value(value, f"{device}.{key}", integral, source)
+        fields[field] = int(value) if integral else float(value) * scale
+    return fields

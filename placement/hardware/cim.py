@@ -10,18 +10,16 @@ only some keys; without ``base`` every key must be present
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from placement.errors import PlacementError
 from placement.hardware.base import (
     HostSpec,
-    parse_hardware_tables,
+    description_builder,
+    load_description,
     preset_names,
-    read_hardware_source,
-    reject_unknown_keys,
+    spec_fields,
 )
 
 
@@ -84,8 +82,10 @@ CIM_KEYS: dict[str, tuple[str, float, bool]] = {
 
 def load_hardware(name_or_path: str | Path) -> Hardware:
     """Load a preset by name, or a TOML file by path."""
-    text, source = _read_source(str(name_or_path))
-    return _parse(text, source, seen=())
+    return load_description(
+        name_or_path, presets=preset_names(), what="hardware", device="cim",
+        build=description_builder(Hardware, "cim", _cim_from_table),
+    )  # fmt: skip
 
 
 def with_overrides(hw: Hardware, **cim_values: float | int | None) -> Hardware:
@@ -98,40 +98,5 @@ def with_overrides(hw: Hardware, **cim_values: float | int | None) -> Hardware:
     return dataclasses.replace(hw, cim=cim)
 
 
-def _read_source(name_or_path: str) -> tuple[str, str]:
-    return read_hardware_source(name_or_path, preset_names(), "hardware")
-
-
-def _parse(text: str, source: str, seen: tuple[str, ...]) -> Hardware:
-    data, host, cim_table = parse_hardware_tables(
-        text, source, seen, device="cim", load_base=lambda n, s: _parse(*_read_source(n), s)
-    )
-    return Hardware(
-        name=str(data.get("name") or Path(source).stem),
-        description=str(data.get("description", "")),
-        host=host,
-        cim=_cim_from_table(cim_table, source),
-        source=source,
-    )
-
-
 def _cim_from_table(table: dict[str, Any], source: str) -> CimSpec:
-    reject_unknown_keys(table, set(CIM_KEYS), source, "cim.")
-    fields: dict[str, Any] = {}
-    for key, (field, scale, integral) in CIM_KEYS.items():
-        if key not in table:
-            raise PlacementError(f"{source}: missing key 'cim.{key}'")
-        value = table[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise PlacementError(f"{source}: 'cim.{key}' must be a number, got {value!r}")
-        if not math.isfinite(value) or value <= 0:
-            raise PlacementError(f"{source}: 'cim.{key}' must be positive, got {value!r}")
-        if integral:
-            if value != int(value):
-                raise PlacementError(f"{source}: 'cim.{key}' must be a whole number, got {value!r}")
-            fields[field] = int(value)
-        else:
-            fields[field] = float(value) * scale
-    return CimSpec(**fields)
-
-
+    return CimSpec(**spec_fields(table, CIM_KEYS, source, "cim"))

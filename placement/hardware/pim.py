@@ -55,10 +55,11 @@ from typing import Any
 from placement.errors import PlacementError
 from placement.hardware.base import (
     HostSpec,
-    parse_hardware_tables,
+    check_file_value,
+    description_builder,
+    load_description,
     preset_names,
-    read_hardware_source,
-    reject_unknown_keys,
+    spec_fields,
 )
 
 # File key -> (PimSpec field, factor to SI, must be a whole number)
@@ -130,7 +131,9 @@ class PimSpec:
         for field in dataclasses.fields(self):
             key = _FIELD_KEY[field.name]
             _, scale, integral = PIM_KEYS[key]
-            _check_value(getattr(self, field.name), key, integral, "PimSpec", scale)
+            value = getattr(self, field.name)
+            shown = value / scale if scale != 1.0 and isinstance(value, (int, float)) else value
+            check_file_value(value, f"pim.{key}", integral, "PimSpec", shown)
         _check_relations(self, "PimSpec")
 
     @property
@@ -198,8 +201,10 @@ def pim_preset_names() -> list[str]:
 
 def load_pim_hardware(name_or_path: str | Path = DEFAULT_PIM_PRESET) -> PimHardware:
     """Load a PIM preset by name, or a TOML file by path."""
-    text, source = _read_source(str(name_or_path))
-    return _parse(text, source, seen=())
+    return load_description(
+        name_or_path, presets=pim_preset_names(), what="PIM hardware", device="pim",
+        build=description_builder(PimHardware, "pim", pim_spec_from_table),
+    )  # fmt: skip
 
 
 def with_pim_overrides(hw: PimHardware, **pim_values: float | int | None) -> PimHardware:
@@ -211,23 +216,6 @@ def with_pim_overrides(hw: PimHardware, **pim_values: float | int | None) -> Pim
     return dataclasses.replace(hw, pim=pim_spec_from_table(raw, "command-line option"))
 
 
-def _read_source(name_or_path: str) -> tuple[str, str]:
-    return read_hardware_source(name_or_path, pim_preset_names(), "PIM hardware")
-
-
-def _parse(text: str, source: str, seen: tuple[str, ...]) -> PimHardware:
-    data, host, pim_table = parse_hardware_tables(
-        text, source, seen, device="pim", load_base=lambda n, s: _parse(*_read_source(n), s)
-    )
-    return PimHardware(
-        name=str(data.get("name") or Path(source).stem),
-        description=str(data.get("description", "")),
-        host=host,
-        pim=pim_spec_from_table(pim_table, source),
-        source=source,
-    )
-
-
 def pim_spec_from_table(table: Mapping[str, Any], source: str) -> PimSpec:
     """A validated PimSpec from a ``[pim]`` table in file units (``clock_ghz``, ``t_sw_us``
     ...), as in a hardware file or the ``hardware.pim`` of a result document.
@@ -236,31 +224,11 @@ def pim_spec_from_table(table: Mapping[str, Any], source: str) -> PimSpec:
     unknown, missing or invalid key raises a one-line PlacementError starting with
     ``source`` (a file path, or whatever names where the table came from).
     """
-    reject_unknown_keys(dict(table), set(PIM_KEYS), source, "pim.")
-    fields: dict[str, Any] = {}
-    for key, (field, scale, integral) in PIM_KEYS.items():
-        if key not in table:
-            if key in _OPTIONAL_KEYS:
-                continue
-            raise PlacementError(f"{source}: missing key 'pim.{key}'")
-        value = table[key]
-        _check_value(value, key, integral, source, 1.0)
-        fields[field] = int(value) if integral else float(value) * scale
+    fields = spec_fields(dict(table), PIM_KEYS, source, "pim", _OPTIONAL_KEYS)
     try:
         return PimSpec(**fields)
     except PlacementError as exc:  # relations between keys: name the file, not PimSpec
         raise PlacementError(str(exc).replace("PimSpec", source, 1)) from None
-
-
-def _check_value(value: Any, key: str, integral: bool, source: str, scale: float) -> None:
-    """Positive, finite, whole where required; ``scale`` converts back to file units."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise PlacementError(f"{source}: 'pim.{key}' must be a number, got {value!r}")
-    shown = value / scale if scale != 1.0 else value
-    if not math.isfinite(value) or value <= 0:
-        raise PlacementError(f"{source}: 'pim.{key}' must be positive, got {shown!r}")
-    if integral and value != int(value):
-        raise PlacementError(f"{source}: 'pim.{key}' must be a whole number, got {shown!r}")
 
 
 def _check_relations(spec: PimSpec, source: str) -> None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placement.devices.pim import HybridTime
-from placement.errors import PlacementError
+from placement.errors import PlacementError, raise_violations
 from placement.models.pim import check_mode
 from placement.pim.instance import PimInstance
 
@@ -45,10 +45,8 @@ class PimVerification:
     recomputed: HybridTime | None = None
 
     def raise_if_failed(self) -> None:
-        if self.ok:
-            return
-        more = f" (+{len(self.violations) - 1} more)" if len(self.violations) > 1 else ""
-        raise PlacementError(f"verification failed: {self.violations[0]}{more}")
+        if not self.ok:
+            raise_violations(self.violations)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -112,6 +112,26 @@ class Backend(Protocol):
         ...
 
 
+class BackendBase:
+    """What every backend shares: ``available()`` and the checks before a solve."""
+
+    name = ""
+    label = ""
+
+    def unavailable_reason(self) -> str | None:
+        raise NotImplementedError
+
+    def available(self) -> bool:
+        return self.unavailable_reason() is None
+
+    def check_ready(self, options: SolveOptions) -> None:
+        """Valid options and an installed solver, or a one-line error."""
+        options.check()
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise PlacementError(reason)
+
+
 def relative_gap(incumbent: float | None, bound: float | None) -> float | None:
     """|incumbent - bound| / |incumbent|; None when undefined."""
     if incumbent is None or bound is None:

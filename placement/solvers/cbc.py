@@ -12,14 +12,13 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-from placement.errors import PlacementError
-from placement.solvers.base import SolveOptions, SolveResult, SolveStatus
-from placement.solvers.contrib import ResultBuilder, load_start
+from placement.solvers.base import BackendBase, SolveOptions, SolveResult, SolveStatus
+from placement.solvers.contrib import prepare
 
 INSTALL = "install the cbc executable (Debian/Ubuntu: apt-get install coinor-cbc)"
 
 
-class CbcBackend:
+class CbcBackend(BackendBase):
     name = "cbc"
     label = "CBC"
 
@@ -31,21 +30,13 @@ class CbcBackend:
             return f"cbc is not available ({exc}): {INSTALL}"
         return f"cbc is not available: {INSTALL}"
 
-    def available(self) -> bool:
-        return self.unavailable_reason() is None
 
     def solve(
         self, model: pyo.Block, options: SolveOptions, *, start: Mapping[Any, float] | None = None
     ) -> SolveResult:
         from pyomo.opt import SolverStatus, TerminationCondition
 
-        options.check()
-        reason = self.unavailable_reason()
-        if reason is not None:
-            raise PlacementError(reason)
-        if start is not None:
-            load_start(model, start)
-        result = ResultBuilder(self.name, model, options)
+        result = prepare(self, model, options, start)
         opt = pyo.SolverFactory("cbc")
         opt.options["ratioGap"] = options.rel_gap
         if options.time_limit is not None:

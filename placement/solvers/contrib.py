@@ -18,6 +18,7 @@ from pyomo.core.base.objective import Objective
 from pyomo.util.vars_from_expressions import get_vars_from_components
 
 from placement.solvers.base import (
+    BackendBase,
     ModelSize,
     SolveOptions,
     SolveResult,
@@ -79,6 +80,19 @@ class ResultBuilder:
             message=message,
             options=self.options,
         )
+
+
+def prepare(
+    backend: BackendBase,
+    model: pyo.Block,
+    options: SolveOptions,
+    start: Mapping[Any, float] | None,
+) -> ResultBuilder:
+    """The checks before a solve, the MIP start in the variables, the result builder."""
+    backend.check_ready(options)
+    if start is not None:
+        load_start(model, start)
+    return ResultBuilder(backend.name, model, options)
 
 
 def contrib_outcome(res: Any, result: ResultBuilder, words: str, seconds: float) -> SolveResult:

@@ -35,6 +35,7 @@ from typing import Any
 
 from placement.errors import PlacementError
 from placement.solvers.base import (
+    BackendBase,
     ModelSize,
     SolveOptions,
     SolveResult,
@@ -64,7 +65,7 @@ class CpSatModel:
     solution: dict[str, int] | None = field(default=None, repr=False)
 
 
-class CpSatBackend:
+class CpSatBackend(BackendBase):
     name = "cpsat"
     label = "CP-SAT"
 
@@ -74,17 +75,12 @@ class CpSatBackend:
             return INSTALL
         return None
 
-    def available(self) -> bool:
-        return self.unavailable_reason() is None
 
     def solve(
         self, model: CpSatModel, options: SolveOptions, *, start: Mapping[Any, float] | None = None
     ) -> SolveResult:
         """Solve ``model`` in the worker; ``start`` is unused (the builder adds its hints)."""
-        options.check()
-        reason = self.unavailable_reason()
-        if reason is not None:
-            raise PlacementError(reason)
+        self.check_ready(options)
         params = {"time_limit": options.time_limit, "threads": options.threads,
                   "rel_gap": options.rel_gap}
         tick = time.perf_counter()

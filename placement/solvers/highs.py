@@ -15,14 +15,13 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-from placement.errors import PlacementError
-from placement.solvers.base import SolveOptions, SolveResult, SolveStatus
+from placement.solvers.base import BackendBase, SolveOptions, SolveResult, SolveStatus
 from placement.solvers.contrib import ResultBuilder, contrib_outcome, contrib_solver
 
 INSTALL = "pip install highspy==1.15.1"
 
 
-class HighsBackend:
+class HighsBackend(BackendBase):
     name = "highs"
     label = "HiGHS"
 
@@ -33,8 +32,6 @@ class HighsBackend:
             available = False
         return None if available else f"HiGHS is not available: {INSTALL}"
 
-    def available(self) -> bool:
-        return self.unavailable_reason() is None
 
     def solve(
         self, model: pyo.Block, options: SolveOptions, *, start: Mapping[Any, float] | None = None
@@ -45,10 +42,7 @@ class HighsBackend:
         accepted the start is recorded as ``options["start"]``: "accepted" when its log
         says the start is feasible, else "rejected" (the solve then runs without one).
         """
-        options.check()
-        reason = self.unavailable_reason()
-        if reason is not None:
-            raise PlacementError(reason)
+        self.check_ready(options)
         solver = contrib_solver("highs")
         result = ResultBuilder(self.name, model, options)
         try:

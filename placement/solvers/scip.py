@@ -11,14 +11,13 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-from placement.errors import PlacementError
-from placement.solvers.base import SolveOptions, SolveResult, SolveStatus
-from placement.solvers.contrib import ResultBuilder, contrib_outcome, contrib_solver, load_start
+from placement.solvers.base import BackendBase, SolveOptions, SolveResult, SolveStatus
+from placement.solvers.contrib import ResultBuilder, contrib_outcome, contrib_solver, prepare
 
 INSTALL = "pip install pyscipopt"
 
 
-class ScipBackend:
+class ScipBackend(BackendBase):
     name = "scip"
     label = "SCIP"
     interface = "scip_direct"  # Pyomo's registered name
@@ -33,19 +32,11 @@ class ScipBackend:
             return f"{self.name} is not available ({avail.name}): {self.install}"
         return None
 
-    def available(self) -> bool:
-        return self.unavailable_reason() is None
 
     def solve(
         self, model: pyo.Block, options: SolveOptions, *, start: Mapping[Any, float] | None = None
     ) -> SolveResult:
-        options.check()
-        reason = self.unavailable_reason()
-        if reason is not None:
-            raise PlacementError(reason)
-        if start is not None:
-            load_start(model, start)
-        result = ResultBuilder(self.name, model, options)
+        result = prepare(self, model, options, start)
         self.record_options(result.options)
         try:
             res = contrib_solver(self.interface).solve(
