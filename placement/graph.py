@@ -9,18 +9,10 @@ Ingestion steps, and why:
 
 * The ONNX checker and strict shape inference (with data propagation) run
   first, so that a malformed model fails here with one line, not in a solver.
-* Constant folding: a node whose inputs are all constants (initializers,
-  ``Constant`` outputs, outputs of folded nodes), and ``Shape``/``Size`` of a
-  tensor with a fully static shape, is evaluated here (per node, with
-  ``onnx.reference.ReferenceEvaluator``; ONNX Runtime for ops it lacks) and is
-  not an operator: no runtime would spend time on it. Shape inference is then
-  re-run with the folded values as initializers, which resolves e.g. a
-  ``Reshape`` fed by ``Shape -> Gather -> Concat``. This also folds
-  ``DequantizeLinear`` of a constant weight, so a QDQ ``Conv`` sees a constant
-  weight and is CIM-capable.
-* ONNX has no shape functions for ONNX Runtime's ``com.microsoft`` ops
-  (``QLinearAdd``, ``QGemm``, ...), so tensors that ONNX inference leaves
-  unknown are asked of ONNX Runtime's own inference (one session, no run).
+* Constant folding and static shape inference (:mod:`placement.folding`): a
+  node whose value is known before run time is not an operator (no runtime
+  would spend time on it); a ``DequantizeLinear`` of a constant weight folds,
+  so a QDQ ``Conv`` sees a constant weight and is CIM-capable.
 * The placement needs element counts, so every tensor an operator reads or
   writes must have a static shape; anything else is a one-line error that
   names the tensor, the operator and the fix.
@@ -56,18 +48,18 @@ Sub-byte element types (int4, ...) count as one byte per element.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import networkx as nx
-import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from placement.errors import PlacementError
+from placement.folding import FoldedModel, fold_and_infer, node_domain, node_inputs, static_shape
 from placement.io import file_sha256
-from placement.onnxfile import NONDETERMINISTIC_OPS, node_names, read_onnx
+from placement.onnxfile import first_line, node_names, read_onnx
 
 # ---------------------------------------------------------------------------
 # Public data types
@@ -153,7 +145,7 @@ def load_graph(path: str | Path) -> OpGraph:
     names = node_names(model.graph)
     _check_nodes(model, names, path)
     _check_model(model, path)
-    state = _fold_and_infer(model, path)
+    state = fold_and_infer(model, path)
     operators = _build_operators(model, names, state, path)
     if not operators:
         raise PlacementError(
@@ -186,7 +178,7 @@ def _check_nodes(model: onnx.ModelProto, names: list[str], path: Path) -> None:
     _check_order(model.graph, names, path)
     local_functions = {(f.domain, f.name) for f in model.functions}
     for node, name in zip(model.graph.node, names, strict=True):
-        domain = _domain(node)
+        domain = node_domain(node)
         if domain not in KNOWN_DOMAINS:
             hint = (
                 " (a model-local function: inline it with onnx.inliner.inline_local_functions)"
@@ -210,7 +202,7 @@ def _check_order(graph: onnx.GraphProto, names: list[str], path: Path) -> None:
     defined |= {s.values.name for s in graph.sparse_initializer}
     produced_by = {out: i for i, node in enumerate(graph.node) for out in node.output if out}
     for index, node in enumerate(graph.node):
-        for tensor in _node_inputs(node):
+        for tensor in node_inputs(node):
             if tensor in defined:
                 continue
             if tensor in produced_by:
@@ -226,8 +218,6 @@ def _check_order(graph: onnx.GraphProto, names: list[str], path: Path) -> None:
         defined.update(out for out in node.output if out)
 
 
-def _domain(node: onnx.NodeProto) -> str:
-    return "" if node.domain in ("", "ai.onnx") else node.domain
 
 
 def _op_known(op_type: str, domain: str) -> bool:
@@ -259,255 +249,13 @@ def _check_model(model: onnx.ModelProto, path: Path) -> None:
     try:
         onnx.checker.check_model(model, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
-        raise PlacementError(f"{path}: invalid ONNX model: {_first_line(exc)}") from None
+        raise PlacementError(f"{path}: invalid ONNX model: {first_line(exc)}") from None
     except ValueError as exc:  # e.g. models over 2 GB cannot be checked in memory
-        raise PlacementError(f"{path}: cannot check the model: {_first_line(exc)}") from None
+        raise PlacementError(f"{path}: cannot check the model: {first_line(exc)}") from None
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
-# ---------------------------------------------------------------------------
-# Constant folding and shape inference
-# ---------------------------------------------------------------------------
-
-
-@dataclass
-class _State:
-    """What folding and inference know about the model's tensors."""
-
-    initializers: dict[str, onnx.TensorProto]
-    sparse: dict[str, onnx.SparseTensorProto]  # constants, but never folded (no dense value)
-    values: dict[str, np.ndarray] = field(default_factory=dict)  # folded outputs
-    folded: set[int] = field(default_factory=set)  # indices into graph.node
-    types: dict[str, onnx.TypeProto] = field(default_factory=dict)
-
-    def is_constant(self, name: str) -> bool:
-        return name in self.initializers or name in self.values or name in self.sparse
-
-    def value(self, name: str) -> np.ndarray:
-        if name in self.values:
-            return self.values[name]
-        return numpy_helper.to_array(self.initializers[name])
-
-
-def _fold_and_infer(model: onnx.ModelProto, path: Path) -> _State:
-    graph = model.graph
-    state = _State(
-        initializers={t.name: t for t in graph.initializer},
-        sparse={s.values.name: s for s in graph.sparse_initializer},
-    )
-    state.types = _infer(model, path)
-    # A Shape node may only become foldable once inference sees folded values
-    # upstream; each round folds at least one node, so this terminates.
-    while _fold_pass(model, state):
-        state.types = _infer(_folded_model(model, state), path)
-    _fill_types_from_ort(_folded_model(model, state), state)
-    return state
-
-
-def _infer(model: onnx.ModelProto, path: Path) -> dict[str, onnx.TypeProto]:
-    try:
-        inferred = onnx.shape_inference.infer_shapes(
-            model, check_type=True, strict_mode=True, data_prop=True
-        )
-    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
-        raise PlacementError(f"{path}: shape inference failed: {_first_line(exc)}") from None
-    except ValueError as exc:  # e.g. too large to serialize for inference
-        raise PlacementError(f"{path}: shape inference failed: {_first_line(exc)}") from None
-    g = inferred.graph
-    types = {vi.name: vi.type for vi in [*g.input, *g.value_info, *g.output]}
-    for init in g.initializer:
-        types.setdefault(init.name, helper.make_tensor_type_proto(init.data_type, init.dims))
-    return types
-
-
-def _fold_pass(model: onnx.ModelProto, state: _State) -> bool:
-    """Fold every foldable node once, in topological order; True if any was folded."""
-    opsets = {_opset_domain(o.domain): o.version for o in model.opset_import}
-    changed = False
-    for index, node in enumerate(model.graph.node):
-        if index in state.folded or node.op_type in NONDETERMINISTIC_OPS:
-            continue
-        outputs = _fold_value(node, state, opsets, model)
-        if outputs is not None:
-            state.values.update(outputs)
-            state.folded.add(index)
-            changed = True
-    return changed
-
-
-def _opset_domain(domain: str) -> str:
-    return "" if domain == "ai.onnx" else domain
-
-
-def _fold_value(
-    node: onnx.NodeProto, state: _State, opsets: dict[str, int], model: onnx.ModelProto
-) -> dict[str, np.ndarray] | None:
-    """Output values of ``node`` if it can be computed now, else None."""
-    inputs = _node_inputs(node)
-    if all(state.is_constant(name) for name in inputs):
-        return _evaluate(node, inputs, state, opsets, model)
-    if _domain(node) == "" and node.op_type in ("Shape", "Size"):
-        shape = _static_shape(state.types.get(node.input[0]))
-        if shape is not None:
-            return {node.output[0]: _shape_value(node, shape)}
-    return None
-
-
-def _shape_value(node: onnx.NodeProto, shape: tuple[int, ...]) -> np.ndarray:
-    if node.op_type == "Size":
-        return np.array(math.prod(shape), dtype=np.int64)
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    # ONNX clamps start/end like Python slicing does.
-    start, end = attrs.get("start", 0), attrs.get("end", len(shape))
-    return np.array(shape[start:end], dtype=np.int64)
-
-
-def _evaluate(
-    node: onnx.NodeProto,
-    inputs: list[str],
-    state: _State,
-    opsets: dict[str, int],
-    model: onnx.ModelProto,
-) -> dict[str, np.ndarray] | None:
-    """Run one constant node: the ONNX reference first, ONNX Runtime for ops it lacks."""
-    if any(name in state.sparse for name in inputs):
-        return None
-    feeds = {name: state.value(name) for name in inputs}
-    results = _run_reference(node, feeds, opsets)
-    if results is None:
-        results = _run_ort(node, feeds, model)
-    if results is None:
-        return None
-    outputs = {
-        name: np.asarray(value) if isinstance(value, np.generic) else value  # numpy scalars
-        for name, value in zip(node.output, results, strict=False)
-        if name
-    }
-    if not all(isinstance(v, np.ndarray) for v in outputs.values()):
-        return None  # sequences/maps cannot become initializers
-    return outputs
-
-
-def _run_reference(
-    node: onnx.NodeProto, feeds: dict[str, np.ndarray], opsets: dict[str, int]
-) -> list | None:
-    from onnx.reference import ReferenceEvaluator
-
-    try:
-        explicit = {name: feeds[name] for name in node.input if name}
-        return list(ReferenceEvaluator(node, opsets=opsets).run(None, explicit))
-    except Exception:  # any failure just means "not foldable this way"
-        return None
-
-
-def _run_ort(
-    node: onnx.NodeProto, feeds: dict[str, np.ndarray], model: onnx.ModelProto
-) -> list | None:
-    inits = [numpy_helper.from_array(np.asarray(v), name) for name, v in feeds.items()]
-    outputs = [onnx.ValueInfoProto(name=name) for name in node.output if name]
-    single = helper.make_graph([node], "fold", [], outputs, inits)
-    probe = helper.make_model(single, opset_imports=model.opset_import, ir_version=model.ir_version)
-    try:
-        session = _ort_session(probe)
-        values = session.run(None, {})
-    except Exception:  # op unsupported by ONNX Runtime too: keep it as an operator
-        return None
-    by_name = dict(zip([o.name for o in outputs], values, strict=True))
-    return [by_name.get(name) for name in node.output]
-
-
-def _ort_session(model: onnx.ModelProto):  # -> onnxruntime.InferenceSession
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    # Keep node/tensor names as in the file and skip work we do not need.
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
-    options.intra_op_num_threads = 1
-    return ort.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
-
-
-def _folded_model(model: onnx.ModelProto, state: _State) -> onnx.ModelProto:
-    """The model with folded nodes replaced by initializers holding their values."""
-    folded = onnx.ModelProto()
-    folded.CopyFrom(model)
-    graph = folded.graph
-    kept = [n for i, n in enumerate(model.graph.node) if i not in state.folded]
-    del graph.node[:]
-    graph.node.extend(kept)
-    graph.initializer.extend(numpy_helper.from_array(v, name) for name, v in state.values.items())
-    return folded
-
-
-def _fill_types_from_ort(model: onnx.ModelProto, state: _State) -> None:
-    """Ask ONNX Runtime for tensors ONNX inference left without a static shape (contrib ops)."""
-    missing = [
-        name
-        for node in model.graph.node
-        for name in [*node.input, *node.output]
-        if name and not state.is_constant(name) and _static_shape(state.types.get(name)) is None
-    ]
-    missing = list(dict.fromkeys(missing))
-    if not missing:
-        return
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    declared = {o.name for o in probe.graph.output}
-    probe.graph.output.extend(onnx.ValueInfoProto(name=n) for n in missing if n not in declared)
-    try:
-        session = _ort_session(probe)
-    except Exception:  # the shape errors later name the unresolved tensors
-        return
-    for meta in session.get_outputs():
-        type_proto = _ort_type(meta.type, meta.shape)
-        if meta.name in missing and type_proto is not None:
-            state.types[meta.name] = type_proto
-
-
-_ORT_ELEM_TYPES = {name.lower(): value for name, value in TensorProto.DataType.items()}
-
-
-def _ort_type(ort_type: str, shape: object) -> onnx.TypeProto | None:
-    """``tensor(uint8)`` and ``[1, 48, 32, 32]`` -> TypeProto, if static."""
-    if not ort_type.startswith("tensor(") or not isinstance(shape, list):
-        return None
-    elem = _ORT_ELEM_TYPES.get(ort_type[len("tensor(") : -1])
-    if not elem or not all(isinstance(d, int) for d in shape):
-        return None
-    return helper.make_tensor_type_proto(elem, shape)
-
-
-def _node_inputs(node: onnx.NodeProto) -> list[str]:
-    """Distinct non-empty inputs, plus outer-scope tensors its subgraphs read."""
-    names = [name for name in node.input if name]
-    names.extend(_outer_scope_names(node))
-    return list(dict.fromkeys(names))
-
-
-def _outer_scope_names(node: onnx.NodeProto) -> list[str]:
-    found: list[str] = []
-    for graph in _subgraphs(node):
-        local = {i.name for i in graph.input} | {t.name for t in graph.initializer}
-        for inner in graph.node:
-            for name in _node_inputs(inner):
-                if name not in local:
-                    found.append(name)
-            local.update(inner.output)
-    return found
-
-
-def _subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
-    for attr in node.attribute:
-        if attr.type == onnx.AttributeProto.GRAPH:
-            yield attr.g
-        elif attr.type == onnx.AttributeProto.GRAPHS:
-            yield from attr.graphs
 
 
 # ---------------------------------------------------------------------------
@@ -515,16 +263,6 @@ def _subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
 # ---------------------------------------------------------------------------
 
 
-def _static_shape(type_proto: onnx.TypeProto | None) -> tuple[int, ...] | None:
-    if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
-        return None
-    tensor = type_proto.tensor_type
-    if not tensor.HasField("shape"):
-        return None
-    dims = tensor.shape.dim
-    if not all(d.WhichOneof("value") == "dim_value" for d in dims):
-        return None
-    return tuple(d.dim_value for d in dims)
 
 
 def _shape_text(type_proto: onnx.TypeProto) -> str:
@@ -554,7 +292,7 @@ def _tensor_info(name: str, shape: Iterable[int], elem_type: int) -> TensorInfo:
     )
 
 
-def _constant_info(name: str, state: _State) -> TensorInfo:
+def _constant_info(name: str, state: FoldedModel) -> TensorInfo:
     if name in state.values:
         value = state.values[name]
         return _tensor_info(name, value.shape, helper.np_dtype_to_tensor_dtype(value.dtype))
@@ -565,7 +303,7 @@ def _constant_info(name: str, state: _State) -> TensorInfo:
     return _tensor_info(name, init.dims, init.data_type)
 
 
-def _elem(state: _State, name: str) -> int:
+def _elem(state: FoldedModel, name: str) -> int:
     type_proto = state.types.get(name)
     if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
         return TensorProto.UNDEFINED
@@ -573,7 +311,7 @@ def _elem(state: _State, name: str) -> int:
 
 
 def _activation_info(
-    name: str, op_name: str | None, state: _State, graph_inputs: set[str], path: Path
+    name: str, op_name: str | None, state: FoldedModel, graph_inputs: set[str], path: Path
 ) -> TensorInfo:
     """TensorInfo of an activation, or a one-line error saying what is wrong and how to fix it.
 
@@ -590,7 +328,7 @@ def _activation_info(
             f"{path}: tensor '{name}' {owner} {problem}: "
             + _shape_fix(name, type_proto, graph_inputs)
         )
-    return _tensor_info(name, _static_shape(type_proto) or (), _elem(state, name))
+    return _tensor_info(name, static_shape(type_proto) or (), _elem(state, name))
 
 
 def _shape_problem(type_proto: onnx.TypeProto | None) -> str | None:
@@ -601,7 +339,7 @@ def _shape_problem(type_proto: onnx.TypeProto | None) -> str | None:
         return f"is a {kind.removesuffix('_type')}, not a tensor"
     if not type_proto.tensor_type.HasField("shape"):
         return "has unknown rank"
-    if _static_shape(type_proto) is None:
+    if static_shape(type_proto) is None:
         return f"has dynamic shape {_shape_text(type_proto)}"
     return None
 
@@ -630,7 +368,7 @@ def _shape_fix(name: str, type_proto: onnx.TypeProto | None, graph_inputs: set[s
 
 
 def _build_operators(
-    model: onnx.ModelProto, names: list[str], state: _State, path: Path
+    model: onnx.ModelProto, names: list[str], state: FoldedModel, path: Path
 ) -> dict[str, Operator]:
     graph_inputs = {i.name for i in model.graph.input if i.name not in state.initializers}
     _check_graph_inputs(model, names, state, graph_inputs, path)
@@ -644,7 +382,7 @@ def _build_operators(
 
 
 def _check_graph_inputs(
-    model: onnx.ModelProto, names: list[str], state: _State, graph_inputs: set[str], path: Path
+    model: onnx.ModelProto, names: list[str], state: FoldedModel, graph_inputs: set[str], path: Path
 ) -> None:
     """Report a dynamic graph input before the downstream tensors it makes dynamic.
 
@@ -653,7 +391,7 @@ def _check_graph_inputs(
     first_consumer: dict[str, str] = {}
     for index, node in enumerate(model.graph.node):
         if index not in state.folded:
-            for tensor in _node_inputs(node):
+            for tensor in node_inputs(node):
                 first_consumer.setdefault(tensor, names[index])
     for graph_input in model.graph.input:
         if graph_input.name in graph_inputs:
@@ -662,9 +400,14 @@ def _check_graph_inputs(
 
 
 def _operator(
-    node: onnx.NodeProto, name: str, index: int, state: _State, graph_inputs: set[str], path: Path
+    node: onnx.NodeProto,
+    name: str,
+    index: int,
+    state: FoldedModel,
+    graph_inputs: set[str],
+    path: Path,
 ) -> Operator:
-    tensors = _node_inputs(node)
+    tensors = node_inputs(node)
     inputs = tuple(
         _activation_info(t, name, state, graph_inputs, path)
         for t in tensors
@@ -680,7 +423,7 @@ def _operator(
     return Operator(
         name=name,
         op_type=node.op_type,
-        domain=_domain(node),
+        domain=node_domain(node),
         index=index,
         inputs=inputs,
         constants=constants,
@@ -702,7 +445,7 @@ _MATMUL_LIKE = {
 def _cim_mapping(
     node: onnx.NodeProto, tensors: Mapping[str, TensorInfo], constants: set[str]
 ) -> CimMapping | None:
-    key = (_domain(node), node.op_type)
+    key = (node_domain(node), node.op_type)
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
     def operand(position: int) -> tuple[TensorInfo | None, bool]:
@@ -771,7 +514,7 @@ def _matmul_mapping(
 
 
 def _edges(
-    model: onnx.ModelProto, names: list[str], state: _State
+    model: onnx.ModelProto, names: list[str], state: FoldedModel
 ) -> list[tuple[str, str, tuple[str, ...]]]:
     """One edge per (producer, consumer) operator pair, carrying all tensors between them."""
     producer: dict[str, str] = {}
@@ -779,7 +522,7 @@ def _edges(
     for index, node in enumerate(model.graph.node):
         if index in state.folded:
             continue
-        for tensor in _node_inputs(node):
+        for tensor in node_inputs(node):
             source = producer.get(tensor)
             if source is not None and not state.is_constant(tensor):
                 carried.setdefault((source, names[index]), []).append(tensor)
@@ -802,11 +545,13 @@ def _dag(
     return dag
 
 
-def _folded_consumers(model: onnx.ModelProto, names: list[str], state: _State) -> dict[str, str]:
+def _folded_consumers(
+    model: onnx.ModelProto, names: list[str], state: FoldedModel
+) -> dict[str, str]:
     """Folded node -> the first operator (in graph order) that uses its value, directly or not."""
     consumers: dict[str, list[int]] = {}
     for index, node in enumerate(model.graph.node):
-        for tensor in _node_inputs(node):
+        for tensor in node_inputs(node):
             consumers.setdefault(tensor, []).append(index)
     first: dict[int, int] = {}  # folded node index -> operator index
     for index in sorted(state.folded, reverse=True):  # consumers come later in graph order

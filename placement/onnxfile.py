@@ -35,17 +35,18 @@ def read_onnx(path: str | Path) -> onnx.ModelProto:
     try:
         model = onnx.load(str(path))
     except (DecodeError, ValueError, RuntimeError, OSError) as exc:
-        raise PlacementError(f"{path}: not a readable ONNX model ({_first_line(exc)})") from None
+        raise PlacementError(f"{path}: not a readable ONNX model ({first_line(exc)})") from None
     except Exception as exc:  # protobuf raises a variety of types on garbage input
-        raise PlacementError(f"{path}: not a readable ONNX model ({_first_line(exc)})") from None
+        raise PlacementError(f"{path}: not a readable ONNX model ({first_line(exc)})") from None
     if not model.HasField("graph"):
         raise PlacementError(f"{path}: not a readable ONNX model (no graph)")
     return model
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message (or its type's name)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def node_names(graph: onnx.GraphProto) -> list[str]:

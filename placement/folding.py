@@ -1,0 +1,279 @@
+"""Constant folding and static shape inference of an ONNX model, before it becomes a graph.
+
+A node whose inputs are all constants (initializers, ``Constant`` outputs, outputs of
+folded nodes), and ``Shape``/``Size`` of a tensor with a fully static shape, is
+evaluated here (per node, with ``onnx.reference.ReferenceEvaluator``; ONNX Runtime for
+ops it lacks) and is not an operator: no runtime would spend time on it. Shape
+inference is then re-run with the folded values as initializers, which resolves e.g. a
+``Reshape`` fed by ``Shape -> Gather -> Concat``. This also folds ``DequantizeLinear``
+of a constant weight, so a QDQ ``Conv`` sees a constant weight. ONNX has no shape
+functions for ONNX Runtime's ``com.microsoft`` ops (``QLinearAdd``, ``QGemm``, ...), so
+tensors that ONNX inference leaves unknown are asked of ONNX Runtime's own inference
+(one session, no run). Random ops are never folded (``NONDETERMINISTIC_OPS``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from placement.errors import PlacementError
+from placement.onnxfile import NONDETERMINISTIC_OPS, first_line
+
+
+def node_domain(node: onnx.NodeProto) -> str:
+    return "" if node.domain in ("", "ai.onnx") else node.domain
+
+
+@dataclass
+class FoldedModel:
+    """What folding and inference know about the model's tensors."""
+
+    initializers: dict[str, onnx.TensorProto]
+    sparse: dict[str, onnx.SparseTensorProto]  # constants, but never folded (no dense value)
+    values: dict[str, np.ndarray] = field(default_factory=dict)  # folded outputs
+    folded: set[int] = field(default_factory=set)  # indices into graph.node
+    types: dict[str, onnx.TypeProto] = field(default_factory=dict)
+
+    def is_constant(self, name: str) -> bool:
+        return name in self.initializers or name in self.values or name in self.sparse
+
+    def value(self, name: str) -> np.ndarray:
+        if name in self.values:
+            return self.values[name]
+        return numpy_helper.to_array(self.initializers[name])
+
+
+def fold_and_infer(model: onnx.ModelProto, path: Path) -> FoldedModel:
+    graph = model.graph
+    state = FoldedModel(
+        initializers={t.name: t for t in graph.initializer},
+        sparse={s.values.name: s for s in graph.sparse_initializer},
+    )
+    state.types = _infer(model, path)
+    # A Shape node may only become foldable once inference sees folded values
+    # upstream; each round folds at least one node, so this terminates.
+    while _fold_pass(model, state):
+        state.types = _infer(_folded_model(model, state), path)
+    _fill_types_from_ort(_folded_model(model, state), state)
+    return state
+
+
+def _infer(model: onnx.ModelProto, path: Path) -> dict[str, onnx.TypeProto]:
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            model, check_type=True, strict_mode=True, data_prop=True
+        )
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
+        raise PlacementError(f"{path}: shape inference failed: {first_line(exc)}") from None
+    except ValueError as exc:  # e.g. too large to serialize for inference
+        raise PlacementError(f"{path}: shape inference failed: {first_line(exc)}") from None
+    g = inferred.graph
+    types = {vi.name: vi.type for vi in [*g.input, *g.value_info, *g.output]}
+    for init in g.initializer:
+        types.setdefault(init.name, helper.make_tensor_type_proto(init.data_type, init.dims))
+    return types
+
+
+def _fold_pass(model: onnx.ModelProto, state: FoldedModel) -> bool:
+    """Fold every foldable node once, in topological order; True if any was folded."""
+    opsets = {_opset_domain(o.domain): o.version for o in model.opset_import}
+    changed = False
+    for index, node in enumerate(model.graph.node):
+        if index in state.folded or node.op_type in NONDETERMINISTIC_OPS:
+            continue
+        outputs = _fold_value(node, state, opsets, model)
+        if outputs is not None:
+            state.values.update(outputs)
+            state.folded.add(index)
+            changed = True
+    return changed
+
+
+def _opset_domain(domain: str) -> str:
+    return "" if domain == "ai.onnx" else domain
+
+
+def _fold_value(
+    node: onnx.NodeProto, state: FoldedModel, opsets: dict[str, int], model: onnx.ModelProto
+) -> dict[str, np.ndarray] | None:
+    """Output values of ``node`` if it can be computed now, else None."""
+    inputs = node_inputs(node)
+    if all(state.is_constant(name) for name in inputs):
+        return _evaluate(node, inputs, state, opsets, model)
+    if node_domain(node) == "" and node.op_type in ("Shape", "Size"):
+        shape = static_shape(state.types.get(node.input[0]))
+        if shape is not None:
+            return {node.output[0]: _shape_value(node, shape)}
+    return None
+
+
+def _shape_value(node: onnx.NodeProto, shape: tuple[int, ...]) -> np.ndarray:
+    if node.op_type == "Size":
+        return np.array(math.prod(shape), dtype=np.int64)
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    # ONNX clamps start/end like Python slicing does.
+    start, end = attrs.get("start", 0), attrs.get("end", len(shape))
+    return np.array(shape[start:end], dtype=np.int64)
+
+
+def _evaluate(
+    node: onnx.NodeProto,
+    inputs: list[str],
+    state: FoldedModel,
+    opsets: dict[str, int],
+    model: onnx.ModelProto,
+) -> dict[str, np.ndarray] | None:
+    """Run one constant node: the ONNX reference first, ONNX Runtime for ops it lacks."""
+    if any(name in state.sparse for name in inputs):
+        return None
+    feeds = {name: state.value(name) for name in inputs}
+    results = _run_reference(node, feeds, opsets)
+    if results is None:
+        results = _run_ort(node, feeds, model)
+    if results is None:
+        return None
+    outputs = {
+        name: np.asarray(value) if isinstance(value, np.generic) else value  # numpy scalars
+        for name, value in zip(node.output, results, strict=False)
+        if name
+    }
+    if not all(isinstance(v, np.ndarray) for v in outputs.values()):
+        return None  # sequences/maps cannot become initializers
+    return outputs
+
+
+def _run_reference(
+    node: onnx.NodeProto, feeds: dict[str, np.ndarray], opsets: dict[str, int]
+) -> list | None:
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        explicit = {name: feeds[name] for name in node.input if name}
+        return list(ReferenceEvaluator(node, opsets=opsets).run(None, explicit))
+    except Exception:  # any failure just means "not foldable this way"
+        return None
+
+
+def _run_ort(
+    node: onnx.NodeProto, feeds: dict[str, np.ndarray], model: onnx.ModelProto
+) -> list | None:
+    inits = [numpy_helper.from_array(np.asarray(v), name) for name, v in feeds.items()]
+    outputs = [onnx.ValueInfoProto(name=name) for name in node.output if name]
+    single = helper.make_graph([node], "fold", [], outputs, inits)
+    probe = helper.make_model(single, opset_imports=model.opset_import, ir_version=model.ir_version)
+    try:
+        session = _ort_session(probe)
+        values = session.run(None, {})
+    except Exception:  # op unsupported by ONNX Runtime too: keep it as an operator
+        return None
+    by_name = dict(zip([o.name for o in outputs], values, strict=True))
+    return [by_name.get(name) for name in node.output]
+
+
+def _ort_session(model: onnx.ModelProto):  # -> onnxruntime.InferenceSession
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    # Keep node/tensor names as in the file and skip work we do not need.
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 1
+    return ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+
+
+def _folded_model(model: onnx.ModelProto, state: FoldedModel) -> onnx.ModelProto:
+    """The model with folded nodes replaced by initializers holding their values."""
+    folded = onnx.ModelProto()
+    folded.CopyFrom(model)
+    graph = folded.graph
+    kept = [n for i, n in enumerate(model.graph.node) if i not in state.folded]
+    del graph.node[:]
+    graph.node.extend(kept)
+    graph.initializer.extend(numpy_helper.from_array(v, name) for name, v in state.values.items())
+    return folded
+
+
+def _fill_types_from_ort(model: onnx.ModelProto, state: FoldedModel) -> None:
+    """Ask ONNX Runtime for tensors ONNX inference left without a static shape (contrib ops)."""
+    missing = [
+        name
+        for node in model.graph.node
+        for name in [*node.input, *node.output]
+        if name and not state.is_constant(name) and static_shape(state.types.get(name)) is None
+    ]
+    missing = list(dict.fromkeys(missing))
+    if not missing:
+        return
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    declared = {o.name for o in probe.graph.output}
+    probe.graph.output.extend(onnx.ValueInfoProto(name=n) for n in missing if n not in declared)
+    try:
+        session = _ort_session(probe)
+    except Exception:  # the shape errors later name the unresolved tensors
+        return
+    for meta in session.get_outputs():
+        type_proto = _ort_type(meta.type, meta.shape)
+        if meta.name in missing and type_proto is not None:
+            state.types[meta.name] = type_proto
+
+
+_ORT_ELEM_TYPES = {name.lower(): value for name, value in TensorProto.DataType.items()}
+
+
+def _ort_type(ort_type: str, shape: object) -> onnx.TypeProto | None:
+    """``tensor(uint8)`` and ``[1, 48, 32, 32]`` -> TypeProto, if static."""
+    if not ort_type.startswith("tensor(") or not isinstance(shape, list):
+        return None
+    elem = _ORT_ELEM_TYPES.get(ort_type[len("tensor(") : -1])
+    if not elem or not all(isinstance(d, int) for d in shape):
+        return None
+    return helper.make_tensor_type_proto(elem, shape)
+
+
+def node_inputs(node: onnx.NodeProto) -> list[str]:
+    """Distinct non-empty inputs, plus outer-scope tensors its subgraphs read."""
+    names = [name for name in node.input if name]
+    names.extend(_outer_scope_names(node))
+    return list(dict.fromkeys(names))
+
+
+def _outer_scope_names(node: onnx.NodeProto) -> list[str]:
+    found: list[str] = []
+    for graph in _subgraphs(node):
+        local = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+        for inner in graph.node:
+            for name in node_inputs(inner):
+                if name not in local:
+                    found.append(name)
+            local.update(inner.output)
+    return found
+
+
+def _subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            yield attr.g
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            yield from attr.graphs
+
+
+def static_shape(type_proto: onnx.TypeProto | None) -> tuple[int, ...] | None:
+    if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
+        return None
+    tensor = type_proto.tensor_type
+    if not tensor.HasField("shape"):
+        return None
+    dims = tensor.shape.dim
+    if not all(d.WhichOneof("value") == "dim_value" for d in dims):
+        return None
+    return tuple(d.dim_value for d in dims)
