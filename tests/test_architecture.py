@@ -12,9 +12,9 @@ import pytest
 import placement
 
 ROOT = Path(placement.__file__).resolve().parent
-pytestmark = pytest.mark.unit
 
 
+@pytest.mark.unit
 def test_public_api_is_pinned():
     assert placement.__all__ == [
         "PlacementError", "cim", "load_graph", "load_hardware", "pim", "profile_host",
@@ -26,6 +26,7 @@ def test_public_api_is_pinned():
         placement.no_such_name  # noqa: B018
 
 
+@pytest.mark.unit
 def test_target_apis_are_functions_not_modules():
     # cim.solve / cim.instance / pim.solve / pim.instance share their names with modules;
     # the package must expose the functions whatever was imported before.
@@ -47,6 +48,7 @@ def _modules() -> list[Path]:
     return sorted(p for p in ROOT.rglob("*.py") if "__pycache__" not in p.parts)
 
 
+@pytest.mark.unit
 def test_no_private_name_is_imported_from_another_module():
     offenders = []
     for path in _modules():
@@ -61,6 +63,7 @@ def test_no_private_name_is_imported_from_another_module():
     assert not offenders, offenders
 
 
+@pytest.mark.integration  # lint-imports in a subprocess
 def test_layers_and_no_cycles(tmp_path):
     """The import-linter contracts of pyproject.toml (layers, acyclic siblings)."""
     lint = shutil.which("lint-imports")

@@ -44,6 +44,7 @@ def only_op(graph: OpGraph):
 # --- Eq. 1 inputs (M_v, N_v, N_mvm,v), computed by hand ----------------------
 
 
+@pytest.mark.unit
 def test_conv_64_to_128_3x3_at_56x56(tmp_path: Path) -> None:
     op = only_op(load(conv_model(64, 128, (3, 3), (56, 56)), tmp_path))
     assert op.cim == CimMapping(rows=128, cols=64 * 9, n_mvm=56 * 56, groups=1, weight="W")
@@ -52,6 +53,7 @@ def test_conv_64_to_128_3x3_at_56x56(tmp_path: Path) -> None:
     assert [c.name for c in op.constants] == ["W", "B"]
 
 
+@pytest.mark.unit
 def test_depthwise_conv_is_one_block_diagonal_matrix(tmp_path: Path) -> None:
     graph = load(conv_model(32, 32, (3, 3), (10, 10), batch=2, stride=2, groups=32), tmp_path)
     # 32 blocks of 1 x 9: rows = C_out, cols = C_in/g * 3 * 3 * g, 2 images of 5x5 outputs.
@@ -60,6 +62,7 @@ def test_depthwise_conv_is_one_block_diagonal_matrix(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.unit
 def test_conv1d_uses_products_of_kernel_and_output_dims(tmp_path: Path) -> None:
     op = only_op(load(conv_model(4, 8, (5,), (20,), pad=0), tmp_path))
     assert op.cim == CimMapping(rows=8, cols=4 * 5, n_mvm=16, groups=1, weight="W")
@@ -69,28 +72,33 @@ def test_conv1d_uses_products_of_kernel_and_output_dims(tmp_path: Path) -> None:
     ("a_shape", "b_shape", "trans_a", "trans_b"),
     [((4, 16), (16, 10), 0, 0), ((4, 16), (10, 16), 0, 1), ((16, 4), (10, 16), 1, 1)],
 )
+@pytest.mark.unit
 def test_gemm_respects_transposes(tmp_path: Path, a_shape, b_shape, trans_a, trans_b) -> None:
     graph = load(gemm_model(a_shape, b_shape, trans_a=trans_a, trans_b=trans_b), tmp_path)
     assert only_op(graph).cim == CimMapping(rows=10, cols=16, n_mvm=4, groups=1, weight="B")
 
 
+@pytest.mark.unit
 def test_matmul_constant_right_operand(tmp_path: Path) -> None:
     op = only_op(load(matmul_model((2, 3, 16), (16, 8)), tmp_path))
     assert op.cim == CimMapping(rows=8, cols=16, n_mvm=2 * 3, groups=1, weight="W")
 
 
+@pytest.mark.unit
 def test_matmul_constant_left_operand(tmp_path: Path) -> None:
     op = only_op(load(matmul_model((2, 16, 5), (8, 16), weight_left=True), tmp_path))
     # W (8, 16) @ X (2, 16, 5): each of the 2*5 columns of X is one input vector.
     assert op.cim == CimMapping(rows=8, cols=16, n_mvm=10, groups=1, weight="W")
 
 
+@pytest.mark.unit
 def test_matmul_with_3d_constant_is_not_cim_capable(tmp_path: Path) -> None:
     graph = load(matmul_model((2, 3, 16), (2, 16, 8)), tmp_path)
     assert only_op(graph).cim is None
     assert graph.cim_capable() == []
 
 
+@pytest.mark.unit
 def test_qlinear_conv_weight_is_input_3(tmp_path: Path) -> None:
     op = only_op(load(qlinear_conv_model(8, 16, 3, 6), tmp_path))
     assert op.cim == CimMapping(rows=16, cols=72, n_mvm=36, groups=1, weight="W")
@@ -98,6 +106,7 @@ def test_qlinear_conv_weight_is_input_3(tmp_path: Path) -> None:
     assert op.inputs[0].nbytes == 8 * 6 * 6
 
 
+@pytest.mark.unit
 def test_qdq_conv_sees_folded_constant_weight(tmp_path: Path) -> None:
     graph = load(qdq_conv_model(8, 16, 3, 6), tmp_path)
     assert list(graph.operators) == ["q_x", "dq_x", "conv"]
@@ -112,6 +121,7 @@ def test_qdq_conv_sees_folded_constant_weight(tmp_path: Path) -> None:
 # --- constant folding -------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_shape_gather_concat_feeding_reshape_is_folded(tmp_path: Path) -> None:
     graph = load(shape_reshape_model(), tmp_path)
     assert list(graph.operators) == ["relu", "reshape"]
@@ -123,6 +133,7 @@ def test_shape_gather_concat_feeding_reshape_is_folded(tmp_path: Path) -> None:
     assert graph.edges == [("relu", "reshape", ("R",))]
 
 
+@pytest.mark.unit
 def test_shape_of_a_shape_that_only_folding_makes_static(tmp_path: Path) -> None:
     # ONNX data propagation stops at Sqrt, so Y1's shape (and Shape(Y1)) is only
     # known after a first round of folding: this needs the fold/infer loop.
@@ -147,6 +158,7 @@ def test_shape_of_a_shape_that_only_folding_makes_static(tmp_path: Path) -> None
     assert graph.folded_consumers["shape2"] == "reshape2"
 
 
+@pytest.mark.unit
 def test_constant_nodes_are_not_operators(tmp_path: Path) -> None:
     scale = helper.make_tensor("v", TensorProto.FLOAT, [1], [2.0])
     nodes = [
@@ -160,6 +172,7 @@ def test_constant_nodes_are_not_operators(tmp_path: Path) -> None:
     assert graph.operators["mul"].index == 1
 
 
+@pytest.mark.unit
 def test_repeated_input_counts_once_and_empty_outputs_are_ignored(tmp_path: Path) -> None:
     nodes = [
         helper.make_node("Add", ["X", "X"], ["Y"]),
@@ -184,6 +197,7 @@ def int8() -> OpGraph:
     return load_graph(INT8)
 
 
+@pytest.mark.unit
 def test_example_operators(fp32: OpGraph) -> None:
     assert fp32.name == "resnet_tiny"
     assert fp32.sha256 == file_sha256(FP32)
@@ -198,6 +212,7 @@ def test_example_operators(fp32: OpGraph) -> None:
     assert fp32.operators["b3b_dwconv"].cim.groups == 64
 
 
+@pytest.mark.unit
 def test_example_edges_join_branches(fp32: OpGraph) -> None:
     producers = {
         dst: sorted(src for src, d, _ in fp32.edges if d == dst) for _, dst, _ in fp32.edges
@@ -212,6 +227,7 @@ def test_example_edges_join_branches(fp32: OpGraph) -> None:
     assert all(position[s] < position[d] for s, d, _ in fp32.edges)
 
 
+@pytest.mark.unit
 def test_example_has_parallel_conv_branches(fp32: OpGraph) -> None:
     def parallel(a: str, b: str) -> bool:
         return not nx.has_path(fp32.graph, a, b) and not nx.has_path(fp32.graph, b, a)
@@ -220,6 +236,7 @@ def test_example_has_parallel_conv_branches(fp32: OpGraph) -> None:
     assert parallel("b3a_conv", "b3b_dwconv")
 
 
+@pytest.mark.unit
 def test_int8_example_convs_are_cim_capable_qlinear_convs(fp32: OpGraph, int8: OpGraph) -> None:
     op_types = [op.op_type for op in int8.operators.values()]
     assert "Conv" not in op_types
@@ -237,6 +254,7 @@ def test_int8_example_convs_are_cim_capable_qlinear_convs(fp32: OpGraph, int8: O
         assert [t.elem_type for t in op.inputs] == ["UINT8"]
 
 
+@pytest.mark.unit
 def test_int8_example_contrib_ops_have_static_shapes(int8: OpGraph) -> None:
     # ONNX has no shape functions for com.microsoft ops; ONNX Runtime's fill the gap.
     assert int8.operators["b1_add_quant"].outputs[0].shape == (1, 48, 32, 32)
@@ -244,6 +262,7 @@ def test_int8_example_contrib_ops_have_static_shapes(int8: OpGraph) -> None:
     assert int8.operators["flatten"].outputs[0].shape == (1, 64)
 
 
+@pytest.mark.integration
 def test_example_script_is_reproducible(tmp_path: Path) -> None:
     sys.path.insert(0, str(EXAMPLES))
     try:
@@ -267,10 +286,12 @@ def error_of(path: Path) -> str:
     return message
 
 
+@pytest.mark.unit
 def test_missing_file(tmp_path: Path) -> None:
     assert "no such file" in error_of(tmp_path / "absent.onnx")
 
 
+@pytest.mark.unit
 def test_garbage_bytes(tmp_path: Path) -> None:
     path = tmp_path / "garbage.onnx"
     path.write_bytes(b"\x00\xffnot an onnx model\x13\x37" * 10)
@@ -278,6 +299,7 @@ def test_garbage_bytes(tmp_path: Path) -> None:
     assert str(path) in message and "not a readable ONNX model" in message
 
 
+@pytest.mark.unit
 def test_dynamic_input_shape_names_tensor_operator_and_fix(tmp_path: Path) -> None:
     proto = conv_model(3, 8, (3, 3), (8, 8))
     proto.graph.input[0].CopyFrom(tensor("X", ("N", 3, 8, 8)))
@@ -287,6 +309,7 @@ def test_dynamic_input_shape_names_tensor_operator_and_fix(tmp_path: Path) -> No
     assert "make_dynamic_shape_fixed" in message and "--dim_param N" in message
 
 
+@pytest.mark.unit
 def test_data_dependent_shape_is_reported(tmp_path: Path) -> None:
     nodes = [helper.make_node("NonZero", ["X"], ["Y"], name="nz")]
     proto = model(nodes, [tensor("X", (3,))], [result("Y", 2, TensorProto.INT64)])
@@ -295,11 +318,13 @@ def test_data_dependent_shape_is_reported(tmp_path: Path) -> None:
     assert "depends on data" in message
 
 
+@pytest.mark.unit
 def test_empty_graph(tmp_path: Path) -> None:
     proto = model([], [tensor("X", (1,))], [tensor("X", (1,))])
     assert "the graph has no nodes" in error_of(save(proto, tmp_path))
 
 
+@pytest.mark.unit
 def test_graph_of_constants_only(tmp_path: Path) -> None:
     value = helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])
     nodes = [
@@ -310,6 +335,7 @@ def test_graph_of_constants_only(tmp_path: Path) -> None:
     assert "no operators left after constant folding" in error_of(save(proto, tmp_path))
 
 
+@pytest.mark.unit
 def test_unknown_domain(tmp_path: Path) -> None:
     node = helper.make_node("Foo", ["X"], ["Y"], name="foo", domain="my.domain")
     proto = model([node], [tensor("X", (1,))], [result("Y", 1)], opsets={"my.domain": 1})
@@ -317,6 +343,7 @@ def test_unknown_domain(tmp_path: Path) -> None:
     assert "node 'foo' (Foo) is in unknown domain 'my.domain'" in message
 
 
+@pytest.mark.unit
 def test_unknown_default_domain_op_type(tmp_path: Path) -> None:
     node = helper.make_node("Frobnicate", ["X"], ["Y"])
     proto = model([node], [tensor("X", (1,))], [result("Y", 1)])
@@ -325,6 +352,7 @@ def test_unknown_default_domain_op_type(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.unit
 def test_cyclic_graph(tmp_path: Path) -> None:
     nodes = [
         helper.make_node("Relu", ["Z"], ["Y"], name="a"),
@@ -336,6 +364,7 @@ def test_cyclic_graph(tmp_path: Path) -> None:
     assert "cyclic" in message
 
 
+@pytest.mark.unit
 def test_checker_failure_names_the_file(tmp_path: Path) -> None:
     # Conv without its required weight input: caught by the ONNX checker.
     node = helper.make_node("Conv", ["X"], ["Y"], name="conv")
@@ -344,6 +373,7 @@ def test_checker_failure_names_the_file(tmp_path: Path) -> None:
     assert str(path) in message and "invalid ONNX model" in message
 
 
+@pytest.mark.unit
 def test_unread_dynamic_graph_input_is_reported(tmp_path: Path) -> None:
     # Profiling feeds every graph input, so an unread one must be static too.
     nodes = [helper.make_node("Relu", ["X"], ["Y"], name="relu")]

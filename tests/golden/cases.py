@@ -1,7 +1,7 @@
 """Golden-output cases of the ``placement`` command: what is run, and how outputs are compared.
 
 Shared by ``tests/golden/regenerate.py`` (writes ``tests/golden/expected/``) and
-``tests/test_golden.py`` (runs the same commands and compares). Imported the plain-pytest
+``tests/cli/test_golden.py`` (runs the same commands and compares). Imported the plain-pytest
 way: ``tests/`` is on ``sys.path`` (as for ``oracles``), so this module is ``golden.cases``.
 
 Every case runs the real CLI in a subprocess with ``COLUMNS=80``, in a fresh working

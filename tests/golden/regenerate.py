@@ -4,7 +4,7 @@
     python tests/golden/regenerate.py CASE ...   # only these cases (names: see cases.py)
 
 Regenerate ONLY for a deliberate behaviour change, and review ``git diff tests/golden``
-before committing: the golden files are what ``tests/test_golden.py`` holds the code to,
+before committing: the golden files are what ``tests/cli/test_golden.py`` holds the code to,
 so regenerating after an accidental change would silently bless it. A refactoring that
 preserves behaviour must pass the test without regenerating anything.
 

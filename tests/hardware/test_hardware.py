@@ -6,6 +6,8 @@ from placement.errors import PlacementError
 from placement.hardware.base import default_preset_for, preset_names
 from placement.hardware.cim import load_hardware, with_overrides
 
+pytestmark = pytest.mark.unit
+
 
 def test_paper_presets():
     assert set(preset_names()) >= {"arm-a72", "x86-ryzen"}

@@ -10,6 +10,8 @@ from placement.errors import PlacementError
 from placement.graph import load_graph
 from placement.hardware.cim import load_hardware, with_overrides
 
+pytestmark = pytest.mark.unit
+
 ARM = load_hardware("arm-a72")
 
 

@@ -20,7 +20,7 @@ from placement.cli import main
 from placement.errors import PlacementError
 from placement.models.cim.build import FORMULATIONS, build_cim_model
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
 
 
@@ -53,6 +53,7 @@ def test_exported_model_solves_to_the_same_objective(tmp_path, suffix, formulati
     assert _highs_objective(path) * pyo.value(model.time_unit) == pytest.approx(ref, rel=1e-4)
 
 
+@pytest.mark.unit
 def test_write_model_rejects_unknown_suffix(tmp_path):
     model = build_cim_model(random_instance(random.Random(1), 3))
     with pytest.raises(PlacementError, match="use .mps or .lp"):
@@ -60,6 +61,7 @@ def test_write_model_rejects_unknown_suffix(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.unit
 def test_parse_grid():
     assert len(parse_grid("paper")) == 16
     assert parse_grid("single") == ((None, None),)
@@ -68,7 +70,7 @@ def test_parse_grid():
         parse_grid("nope")
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_bench_end_to_end_writes_verified_rows(capsys, tmp_path):
     out = tmp_path / "bench"
     code, stdout, err = run(
@@ -97,6 +99,7 @@ def test_bench_end_to_end_writes_verified_rows(capsys, tmp_path):
     assert code == 0 and "profile reused" in err
 
 
+@pytest.mark.unit
 def test_bench_unknown_solver_is_one_clear_line(capsys, tmp_path):
     code, _, err = run(capsys, "bench", INT8, "--solvers", "highs,nosuch", "-o", tmp_path)
     assert code == 1
@@ -104,6 +107,7 @@ def test_bench_unknown_solver_is_one_clear_line(capsys, tmp_path):
     assert "Traceback" not in err
 
 
+@pytest.mark.unit
 def test_bench_unavailable_solver_is_one_clear_line(capsys, tmp_path, monkeypatch):
     from placement.solvers.registry import BACKENDS
 
@@ -118,6 +122,7 @@ def test_bench_unavailable_solver_is_one_clear_line(capsys, tmp_path, monkeypatc
     assert not (tmp_path / "runs.csv").exists()  # nothing ran
 
 
+@pytest.mark.unit
 def test_summary_is_table_one_shaped():
     rows = []
     for i, (status, gap) in enumerate([("optimal", 0.0), ("time_limit", 0.02)]):
@@ -134,7 +139,7 @@ def test_summary_is_table_one_shaped():
     assert "1/2" in text and "1.000" in text
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_export_cli_writes_a_solvable_file_and_sidecar(capsys, tmp_path):
     out = tmp_path / "tiny.mps"
     code, stdout, err = run(capsys, "export", INT8, "-o", out, "--hardware", "arm-a72",
@@ -146,13 +151,13 @@ def test_export_cli_writes_a_solvable_file_and_sidecar(capsys, tmp_path):
     assert "objective x" in stdout
 
 
+@pytest.mark.unit
 def test_export_cli_rejects_bad_suffix(capsys, tmp_path):
     code, _, err = run(capsys, "export", INT8, "-o", tmp_path / "x.txt")
     assert code == 1 and "must end in .mps or .lp" in err
 
 
 @pytest.mark.slow
-@pytest.mark.solver
 def test_bench_cpsat_modes_and_other_solvers(capsys, tmp_path):
     from placement.bench.run import check_solvers
 

@@ -29,7 +29,7 @@ from placement.plots.pim import (
     split_size,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
 HOSTS = ("x86-ryzen", "arm-a72")
 CROSSBARS = (2, 10, 25)
@@ -208,6 +208,7 @@ def _legend_texts(legend) -> list[str]:
 # --------------------------------------------------------------------------- CIM Figs. 3-5
 
 
+@pytest.mark.integration
 def test_speedup_vs_crossbars_has_a_panel_per_host_and_a_line_per_latency(cim):
     rows, _, _ = cim
     fig = speedup_vs_crossbars(rows)
@@ -230,6 +231,7 @@ def test_speedup_vs_crossbars_has_a_panel_per_host_and_a_line_per_latency(cim):
     assert "resnet_tiny_int8" in fig.get_suptitle()
 
 
+@pytest.mark.integration
 def test_speedup_vs_crossbars_splits_lines_by_another_swept_parameter(cim):
     rows, _, _ = cim
     more = [dict(r, bus_gbps=10) for r in rows] + [dict(r, bus_gbps=20) for r in rows]
@@ -237,6 +239,7 @@ def test_speedup_vs_crossbars_splits_lines_by_another_swept_parameter(cim):
     assert labels == sorted(f"MVM {t:g} ns (bus_gbps={b})" for t in T_MVM for b in (10, 20))
 
 
+@pytest.mark.integration
 def test_speedup_per_network_bars_per_crossbar_count(cim):
     rows, _, _ = cim
     other = [dict(r, model="other_net.onnx", speedup=r["speedup"] * 0.5) for r in rows]
@@ -259,6 +262,7 @@ def test_speedup_per_network_bars_per_crossbar_count(cim):
         speedup_per_network(rows, 77)
 
 
+@pytest.mark.integration
 def test_device_share_stacks_host_and_cim_with_operator_counts(cim):
     rows, docs, _ = cim
     fig = device_share(rows)
@@ -285,6 +289,7 @@ def test_device_share_stacks_host_and_cim_with_operator_counts(cim):
     assert len(fig2.get_axes()[0].containers[0]) == len(mine)
 
 
+@pytest.mark.integration
 def test_missing_columns_are_named_not_crashed_on(cim):
     rows, _, _ = cim
     bare = [{k: v for k, v in r.items() if k not in ("t_mvm_ns", "host_busy_s")} for r in rows]
@@ -301,6 +306,7 @@ def test_missing_columns_are_named_not_crashed_on(cim):
 # --------------------------------------------------------------------------- Gantt charts
 
 
+@pytest.mark.integration
 def test_cim_gantt_one_box_per_operator_cim_sub_lanes_and_transfers(cim):
     rows, docs, edges = cim
     best = max(rows, key=lambda r: r["speedup"])
@@ -335,11 +341,13 @@ def test_cim_gantt_one_box_per_operator_cim_sub_lanes_and_transfers(cim):
     assert len(cim_gantt(doc).get_axes()[0].patches) == len(ops)  # no edges: no transfers
 
 
+@pytest.mark.unit
 def test_cim_gantt_needs_a_schedule():
     with pytest.raises(PlotDataError, match="no schedule"):
         cim_gantt({"schedule": None, "makespan": None})
 
 
+@pytest.mark.solver
 def test_pim_gantt_sequential_nests_switches_and_total(pim):
     rows, docs = pim
     row = max(rows, key=lambda r: r["n_offloaded"] * 1000 + r["cores"])
@@ -371,6 +379,7 @@ def test_pim_gantt_sequential_nests_switches_and_total(pim):
     ]
 
 
+@pytest.mark.solver
 def test_pim_gantt_of_a_bare_placement_says_why(pim):
     rows, docs = pim
     bare = docs[rows[0]["point_id"]]["results"][0]["model"]
@@ -389,6 +398,7 @@ def test_pim_gantt_of_a_bare_placement_says_why(pim):
         ({"clock_ghz": None}, "missing key 'pim.clock_ghz'"),
     ],
 )
+@pytest.mark.solver
 def test_pim_gantt_rejects_an_invalid_hardware_table_in_one_line(pim, change, fragment):
     rows, docs = pim
     doc = json.loads(json.dumps(docs[rows[0]["point_id"]]))  # a deep copy
@@ -409,6 +419,7 @@ def test_pim_gantt_rejects_an_invalid_hardware_table_in_one_line(pim, change, fr
 # --------------------------------------------------------------------------- PIM Fig. 3, Table 4
 
 
+@pytest.mark.solver
 def test_pim_speedup_vs_cores_one_line_per_workload(pim):
     rows, _ = pim
     fig = pim_speedup_vs_cores(rows)
@@ -422,6 +433,7 @@ def test_pim_speedup_vs_cores_one_line_per_workload(pim):
     assert "cores" in ax.get_xlabel() and "speed-up" in ax.get_ylabel()
 
 
+@pytest.mark.solver
 def test_offloaded_nests_table_and_plot(pim):
     rows, docs = pim
     top = [r for r in rows if r["cores"] == max(CORES)]
@@ -455,6 +467,7 @@ def test_offloaded_nests_table_and_plot(pim):
     assert set(bare.op_types.values()) == {"(unknown)"}
 
 
+@pytest.mark.unit
 def test_split_size():
     assert split_size("dir/softmax_4096.onnx") == ("softmax", 4096.0)
     assert split_size("resnet18.onnx") == ("resnet", 18.0)
@@ -465,6 +478,7 @@ def test_split_size():
 
 
 @pytest.mark.parametrize("suffix", ["png", "svg"])
+@pytest.mark.integration
 def test_save_figure_writes_atomically(tmp_path, cim, suffix):
     rows, _, _ = cim
     out = save_figure(speedup_vs_crossbars(rows), tmp_path / f"f.{suffix}")
@@ -473,6 +487,7 @@ def test_save_figure_writes_atomically(tmp_path, cim, suffix):
     assert [p.name for p in tmp_path.iterdir()] == [f"f.{suffix}"]  # no temp file left
 
 
+@pytest.mark.unit
 def test_save_figure_refuses_bad_paths(tmp_path):
     fig = Figure()
     with pytest.raises(PlacementError, match=r"\.png or \.svg"):
@@ -482,6 +497,7 @@ def test_save_figure_refuses_bad_paths(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.unit
 def test_numbers_from_rows():
     assert num({"a": "1.5"}, "a") == 1.5
     assert num({"a": ""}, "a") is None

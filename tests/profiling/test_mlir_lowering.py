@@ -76,6 +76,7 @@ def models(tmp_path_factory):
 # --------------------------------------------------------------------------- nests
 
 
+@pytest.mark.integration
 def test_elementwise_add_is_one_nest(models):
     program = lower_onnx(models["add"])
     assert len(program.nests) == 1
@@ -93,6 +94,7 @@ def test_elementwise_add_is_one_nest(models):
     assert nest.body_ops == {"memref.load": 2 * n, "arith.addf": n, "memref.store": n}
 
 
+@pytest.mark.integration
 def test_softmax_reductions_count_in_n_total_only(models):
     program = lower_onnx(models["softmax"])
     nests = program.nests
@@ -118,6 +120,7 @@ def test_softmax_reductions_count_in_n_total_only(models):
                        for k in nest.body_ops)  # fmt: skip
 
 
+@pytest.mark.integration
 def test_gemv_weight_is_an_argument(models):
     program = lower_onnx(models["gemv"])
     assert [(a.name, a.role) for a in program.args] == [
@@ -136,6 +139,7 @@ def test_gemv_weight_is_an_argument(models):
     assert program.weights["W"].shape == (256, 512)
 
 
+@pytest.mark.integration
 def test_small_initializers_stay_constants(tmp_path):
     path = save(gemv_model(k=4, n=8), tmp_path)  # 128 bytes, below the default threshold
     program = lower_onnx(path)
@@ -143,6 +147,7 @@ def test_small_initializers_stay_constants(tmp_path):
     assert all(op.kind in ("argument", "global") for n in program.nests for op in n.operands)
 
 
+@pytest.mark.integration
 def test_enclosing_loop_trip_count(tmp_path):
     axes = const("axes", [0], dtype=np.int64)
     node = helper.make_node("ReduceSum", ["X", "axes"], ["Y"], keepdims=0)
@@ -156,6 +161,7 @@ def test_enclosing_loop_trip_count(tmp_path):
     assert inner[0].onnx_node == "ReduceSum_0"
 
 
+@pytest.mark.integration
 def test_layernorm_and_fusion_reduce_nests(models):
     plain = lower_onnx(models["layernorm"])
     fused = lower_onnx(models["layernorm"], fuse_elementwise=True)
@@ -166,12 +172,14 @@ def test_layernorm_and_fusion_reduce_nests(models):
 
 
 @pytest.mark.parametrize("op_type, math_op", [("Tanh", "math.tanh"), ("Erf", "math.erf")])
+@pytest.mark.integration
 def test_transcendental_body_ops(tmp_path, op_type, math_op):
     nests = lower_onnx(save(unary_model(op_type), tmp_path)).nests
     assert len(nests) == 1
     assert nests[0].body_ops == {"memref.load": 4096, math_op: 4096, "memref.store": 4096}
 
 
+@pytest.mark.integration
 def test_gelu_erf_body_ops(tmp_path):
     nests = lower_onnx(save(gelu_erf_model(), tmp_path)).nests
     erf = [n for n in nests if "math.erf" in n.body_ops]
@@ -214,6 +222,7 @@ func.func @f(%a: memref<4x8xf32>, %b: memref<4xf32>) {
 """
 
 
+@pytest.mark.unit
 def test_body_ops_of_nested_and_sibling_loops():
     from placement.profiling.mlir import extract
     from placement.profiling.mlir import lower as lowering
@@ -232,6 +241,7 @@ def test_body_ops_of_nested_and_sibling_loops():
                    "math.exp": 24}  # fmt: skip
 
 
+@pytest.mark.integration
 def test_body_ops_of_scf_if_counts_the_heavier_branch(tmp_path):
     path = tmp_path / "masked.mlir"
     path.write_text(MASKED_EXP)
@@ -272,6 +282,7 @@ func.func @main(%a: tensor<8x16xf32> loc("a")) -> tensor<8xf32> {
 """
 
 
+@pytest.mark.integration
 def test_nests_round_trip_json(models):
     from placement.nests import LoopNest
 
@@ -284,6 +295,7 @@ def test_nests_round_trip_json(models):
 
 
 @pytest.mark.parametrize("name", ["add", "softmax", "gemv", "layernorm"])
+@pytest.mark.integration
 def test_jit_outputs_match_onnxruntime(models, name):
     program = lower_onnx(models[name])
     timing = time_nests(program, runs=3, warmup=1, check_against_onnx=models[name])
@@ -296,6 +308,7 @@ def test_jit_outputs_match_onnxruntime(models, name):
     assert timing.runs == 3
 
 
+@pytest.mark.integration
 def test_nest_in_loop_is_timed_per_invocation(tmp_path):
     axes = const("axes", [0], dtype=np.int64)
     node = helper.make_node("ReduceSum", ["X", "axes"], ["Y"], keepdims=0)
@@ -306,6 +319,7 @@ def test_nest_in_loop_is_timed_per_invocation(tmp_path):
     assert [calls[n.id] for n in program.nests] == [n.trip_count for n in program.nests]
 
 
+@pytest.mark.integration
 def test_progress_and_fused_program(models):
     program = lower_onnx(models["softmax"], fuse_elementwise=True)
     seen = []
@@ -316,6 +330,7 @@ def test_progress_and_fused_program(models):
     assert seen == [(1, 2), (2, 2)]
 
 
+@pytest.mark.integration
 def test_wrong_reference_is_reported(models):
     program = lower_onnx(models["softmax"])
     other = models["softmax"].with_name("other.onnx")
@@ -329,6 +344,7 @@ def test_wrong_reference_is_reported(models):
 # --------------------------------------------------------------------------- errors
 
 
+@pytest.mark.integration
 def test_unsupported_operator_is_named(tmp_path):
     node = helper.make_node("LpPool", ["X"], ["Y"], kernel_shape=[2, 2], p=3)
     path = save(model([node], [tensor("X", [1, 1, 4, 4])], [tensor("Y", [1, 1, 3, 3])]), tmp_path)
@@ -337,6 +353,7 @@ def test_unsupported_operator_is_named(tmp_path):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.unit
 def test_dynamic_input_shape_names_the_input(tmp_path):
     node = helper.make_node("Relu", ["X"], ["Y"])
     path = save(model([node], [tensor("X", ["batch", 8])], [tensor("Y", ["batch", 8])]), tmp_path)
@@ -344,6 +361,7 @@ def test_dynamic_input_shape_names_the_input(tmp_path):
         lower_onnx(path)
 
 
+@pytest.mark.unit
 def test_data_dependent_shape_is_rejected_before_torch_mlir(tmp_path):
     # torch-mlir crashes the process on such graphs, so this must be caught up front.
     node = helper.make_node("NonZero", ["X"], ["Y"], name="nz")
@@ -353,6 +371,7 @@ def test_data_dependent_shape_is_rejected_before_torch_mlir(tmp_path):
         lower_onnx(path)
 
 
+@pytest.mark.unit
 def test_missing_file(tmp_path):
     with pytest.raises(PlacementError, match="no such file"):
         lower_onnx(tmp_path / "absent.onnx")
@@ -388,6 +407,7 @@ func.func @main(%a: tensor<32x64xf32> loc("a"), %b: tensor<32x64xf32> loc("b")) 
 """
 
 
+@pytest.mark.integration
 def test_lower_mlir_file(tmp_path):
     path = tmp_path / "prog.mlir"
     path.write_text(LINALG_ADD_SCALE)
@@ -413,6 +433,7 @@ def test_lower_mlir_file(tmp_path):
     assert timing.max_abs_error is None
 
 
+@pytest.mark.unit
 def test_malformed_mlir_gives_first_error_line(tmp_path):
     path = tmp_path / "bad.mlir"
     path.write_text(
@@ -426,6 +447,7 @@ def test_malformed_mlir_gives_first_error_line(tmp_path):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.unit
 def test_dynamic_mlir_argument(tmp_path):
     path = tmp_path / "dyn.mlir"
     path.write_text(
@@ -435,6 +457,7 @@ def test_dynamic_mlir_argument(tmp_path):
         lower_mlir(path)
 
 
+@pytest.mark.integration
 def test_n_total_is_product_of_loop_extents(models):
     program = lower_onnx(models["gemv"])
     assert max(n.n_total for n in program.nests) == math.prod((256, 512))

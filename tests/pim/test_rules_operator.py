@@ -47,6 +47,7 @@ def program():
     return nests, t_cpu
 
 
+@pytest.mark.unit
 def test_aggregation_by_hand():
     nests, t_cpu = program()
     counters = {
@@ -69,6 +70,7 @@ def test_aggregation_by_hand():
     assert aggregate_region(nests[:3], t_cpu, counters, n_iter="min").nest.n_iter == 64
 
 
+@pytest.mark.unit
 def test_event_missing_in_one_nest_is_missing_for_the_region():
     nests, t_cpu = program()
     partial = events(1000)
@@ -81,6 +83,7 @@ def test_event_missing_in_one_nest_is_missing_for_the_region():
     assert aggregate_region(nests[:3], {"n000": 1e-6}, None).t_cpu is None
 
 
+@pytest.mark.unit
 def test_region_conditions_use_ratios_of_sums():
     nests, t_cpu = program()
     # n001 alone is memory-bound (4.1 GB/s), n002 alone is not (0.17 GB/s) ...
@@ -101,6 +104,7 @@ def test_region_conditions_use_ratios_of_sums():
     assert [op[k].place for k in ("n000", "n001", "n002")] == ["pim"] * 3
 
 
+@pytest.mark.unit
 def test_estimates_sum_fetch_bytes_and_n_iter_aggregate_matters():
     nests, t_cpu = program()
     op = apply_operator_rule(nests, t_cpu, None, SPEC, 128, allow_estimates=True)
@@ -120,6 +124,7 @@ def test_estimates_sum_fetch_bytes_and_n_iter_aggregate_matters():
         assert op[k].conditions == loop[k].conditions
 
 
+@pytest.mark.unit
 def test_regions_instance_and_errors():
     nests, t_cpu = program()
     regions = operator_regions(nests, t_cpu)
@@ -134,6 +139,7 @@ def test_regions_instance_and_errors():
         aggregate_region((), t_cpu, None)
 
 
+@pytest.mark.integration
 def test_lowered_operator_decision_covers_all_its_nests(tmp_path):
     import onnx
 

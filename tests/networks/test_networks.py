@@ -100,11 +100,13 @@ def _parallel_pairs(graph: OpGraph) -> int:
 
 
 @pytest.mark.parametrize("name", NETWORKS)
+@pytest.mark.unit
 def test_unfolded_parameter_count_equals_published(name: str) -> None:
     assert parameter_count(build_network(name, fold_bn=False)) == PUBLISHED_PARAMETERS[name]
 
 
 @pytest.mark.parametrize("name", NETWORKS)
+@pytest.mark.unit
 def test_folded_bn_leaves_one_bias_per_channel(fp32_models, name: str) -> None:
     model = fp32_models[name]
     assert not [n for n in model.graph.node if n.op_type == "BatchNormalization"]
@@ -115,6 +117,7 @@ def test_folded_bn_leaves_one_bias_per_channel(fp32_models, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NETWORKS)
+@pytest.mark.unit
 def test_layer_structure(fp32_models, name: str) -> None:
     model, want = fp32_models[name], EXPECTED[name]
     convs = _convs(model)
@@ -134,6 +137,7 @@ def test_layer_structure(fp32_models, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["resnet18", "resnet50", "mobilenetv2"])
+@pytest.mark.unit
 def test_classifier_head(fp32_models, name: str) -> None:
     model = fp32_models[name]
     tail = [n.op_type for n in model.graph.node[-3:]]
@@ -148,6 +152,7 @@ def test_classifier_head(fp32_models, name: str) -> None:
                     "mobilenetv2": {"Clip": 35}}[name]  # fmt: skip
 
 
+@pytest.mark.unit
 def test_yolov5n_structure(fp32_models) -> None:
     model = fp32_models["yolov5n"]
     ops = Counter(n.op_type for n in model.graph.node)
@@ -171,6 +176,7 @@ def test_yolov5n_structure(fp32_models) -> None:
     assert shapes[out.name] == YOLO_OUTPUT
 
 
+@pytest.mark.unit
 def test_yolov5n_v60_export_variant() -> None:
     """v6.0's exporter: Slices + Sub in the decoding and the raw heads as extra outputs."""
     model = build_yolov5n(export="v6.0")
@@ -181,12 +187,14 @@ def test_yolov5n_v60_export_variant() -> None:
         build_yolov5n(export="v5.0")
 
 
+@pytest.mark.unit
 def test_build_is_deterministic() -> None:
     a = build_network("yolov5n").SerializeToString()
     assert build_network("yolov5n").SerializeToString() == a
     assert build_network("yolov5n", seed=1).SerializeToString() != a
 
 
+@pytest.mark.unit
 def test_unknown_network() -> None:
     with pytest.raises(ValueError, match="unknown network"):
         build_network("vgg16")
@@ -199,6 +207,7 @@ def test_unknown_network() -> None:
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_default_cache_dir(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PLACEMENT_CACHE", str(tmp_path))
     assert default_cache_dir() == tmp_path
@@ -206,6 +215,7 @@ def test_default_cache_dir(monkeypatch, tmp_path: Path) -> None:
     assert default_cache_dir() == Path.home() / ".cache" / "placement" / "networks"
 
 
+@pytest.mark.unit
 def test_network_path_generates_once_and_keys_by_version(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PLACEMENT_CACHE", str(tmp_path / "cache"))
     path = network_path("yolov5n", int8=False)
@@ -224,6 +234,7 @@ def test_network_path_generates_once_and_keys_by_version(monkeypatch, tmp_path: 
     assert onnx.load(str(path)).graph.name == "yolov5n"
 
 
+@pytest.mark.unit
 def test_int8_cache_name_carries_onnxruntime_version() -> None:
     import onnxruntime
 
@@ -233,6 +244,7 @@ def test_int8_cache_name_carries_onnxruntime_version() -> None:
 
 
 @pytest.mark.parametrize("name", ["mobilenetv2", "yolov5n"])
+@pytest.mark.unit
 def test_small_fp32_networks_ingest(tmp_path: Path, name: str) -> None:
     graph = load_graph(network_path(name, int8=False, cache_dir=tmp_path))
     assert len(graph.operators) == len(build_network(name).graph.node)  # nothing to fold

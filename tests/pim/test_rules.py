@@ -11,6 +11,8 @@ from placement.hardware.pim import PimSpec
 from placement.pim.instance import PimInstance
 from placement.pim.rules import apply_rule, decide, rule_placement
 
+pytestmark = pytest.mark.unit
+
 SPEC = PimSpec()
 MB = 1 << 20
 

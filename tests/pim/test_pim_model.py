@@ -44,6 +44,7 @@ def chain(spec: PimSpec = SPEC) -> PimInstance:
 # --- cost definitions, no solver --------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_eq9_of_a_chain_by_hand():
     inst = chain()
     b = 64 * KB / SPEC.read_bandwidth  # B_rd = B_wb
@@ -62,6 +63,7 @@ def test_eq9_of_a_chain_by_hand():
     assert (none.total, none.n_region, none.copy) == (pytest.approx(90e-6), 0, 0.0)
 
 
+@pytest.mark.unit
 def test_exact_copy_loop_invariant_and_dead_values():
     w = operand("global:w", 100 * KB, read=True, written=False, kind="global")
     acc = operand("a0", 4 * KB, read=True, written=True)
@@ -79,6 +81,7 @@ def test_exact_copy_loop_invariant_and_dead_values():
     assert up.copy == pytest.approx(10 * (100 * KB + 4 * KB) / bw + 10 * 4 * KB / bw)
 
 
+@pytest.mark.unit
 def test_oracle_and_verifier_agree_on_every_placement():
     """Lazy-simulation oracle vs the verifier's segment walk; exact <= upper bound."""
     for seed in range(25):
@@ -92,6 +95,7 @@ def test_oracle_and_verifier_agree_on_every_placement():
             assert ex <= up * (1 + 1e-12)
 
 
+@pytest.mark.unit
 def test_segment_dp_matches_brute_force():
     for seed in range(15):
         inst = random_instance(100 + seed, 8)
@@ -99,6 +103,7 @@ def test_segment_dp_matches_brute_force():
             assert segment_dp(inst, copy) == pytest.approx(brute_force(inst, copy, "loop")[0])
 
 
+@pytest.mark.unit
 def test_verifier_rejects_bad_placements():
     inst = chain()
     v = verify_pim(inst, {"n000": True, "n001": True}, granularity="loop")
@@ -113,6 +118,7 @@ def test_verifier_rejects_bad_placements():
     assert "unknown nest 'zz'" in v.violations[0]
 
 
+@pytest.mark.unit
 def test_bad_instances_and_options():
     n0 = nest(0, ())
     with pytest.raises(PlacementError, match="nest 'n000' has no T_cpu"):
@@ -132,6 +138,7 @@ def test_bad_instances_and_options():
         build_pim_model(inst, granularity="bb")
 
 
+@pytest.mark.unit
 def test_model_structure():
     inst = chain()
     m = build_pim_model(inst, copy="exact", granularity="operator")

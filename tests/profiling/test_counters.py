@@ -41,6 +41,7 @@ def software_group_or_skip(events):
 # --------------------------------------------------------------------------- detection
 
 
+@pytest.mark.unit
 def test_table1_detection_is_available_or_says_why_in_one_line():
     try:
         events = table1_events()
@@ -50,6 +51,7 @@ def test_table1_detection_is_available_or_says_why_in_one_line():
     assert [e.name for e in events] == list(TABLE1_EVENTS)
 
 
+@pytest.mark.unit
 def test_icelake_raw_codes_follow_the_intel_encoding():
     def raw(event: int, umask: int, cmask: int = 0) -> int:
         return event | umask << 8 | cmask << 24
@@ -64,6 +66,7 @@ def test_icelake_raw_codes_follow_the_intel_encoding():
     assert codes["exe_activity.2_ports_util"] == raw(0xA6, 0x04)
 
 
+@pytest.mark.unit
 def test_perf_group_reads_a_group_of_software_events():
     with software_group_or_skip([TASK_CLOCK, PAGE_FAULTS]) as group:
         before = group.read()
@@ -75,6 +78,7 @@ def test_perf_group_reads_a_group_of_software_events():
     assert after[1] >= before[1]
 
 
+@pytest.mark.integration
 def test_count_nests_accumulates_per_nest_with_software_events(tmp_path):
     pytest.importorskip("torch_mlir")
     from placement.profiling.counters import count_nests
@@ -103,6 +107,7 @@ def write(tmp_path, name, text):
     return path
 
 
+@pytest.mark.unit
 def test_csv_counters_load_a_subset_of_nests(tmp_path):
     path = write(tmp_path, "c.csv", f"{HEADER},cycles\nn000,10,1,2,3,4,99\nn002,5,0,0,0,0,1\n")
     table = load_counters(path, IDS)
@@ -110,12 +115,14 @@ def test_csv_counters_load_a_subset_of_nests(tmp_path):
     assert table["n000"] == dict(zip(TABLE1_EVENTS, [10.0, 1.0, 2.0, 3.0, 4.0], strict=True))
 
 
+@pytest.mark.unit
 def test_csv_header_is_case_insensitive_and_accepts_papi_prefixes(tmp_path):
     header = "NEST_ID," + ",".join(f"perf::{e.upper()}" for e in TABLE1_EVENTS)
     path = write(tmp_path, "c.csv", f"{header}\nn001,1,2,3,4,5\n")
     assert load_counters(path, IDS)["n001"]["exe_activity.2_ports_util"] == 5.0
 
 
+@pytest.mark.unit
 def test_csv_missing_columns_are_named(tmp_path):
     cols = ["nest_id", *TABLE1_EVENTS[:3]]
     path = write(tmp_path, "c.csv", ",".join(cols) + "\nn000,1,2,3\n")
@@ -125,6 +132,7 @@ def test_csv_missing_columns_are_named(tmp_path):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.unit
 def test_csv_unknown_nest_ids_are_named(tmp_path):
     path = write(tmp_path, "c.csv", f"{HEADER}\nn000,1,1,1,1,1\nn042,1,1,1,1,1\nx,1,1,1,1,1\n")
     with pytest.raises(PlacementError, match=r"unknown nest id\(s\) n042, x; .*n000\.\.n002"):
@@ -141,6 +149,7 @@ def test_csv_unknown_nest_ids_are_named(tmp_path):
         ("n000,1,2,3,4,nan", "must be a count >= 0"),
     ],
 )
+@pytest.mark.unit
 def test_csv_bad_values_name_line_and_column(tmp_path, row, message):
     path = write(tmp_path, "c.csv", f"{HEADER}\n{row}\n")
     with pytest.raises(PlacementError, match=message) as info:
@@ -148,6 +157,7 @@ def test_csv_bad_values_name_line_and_column(tmp_path, row, message):
     assert "line 2" in str(info.value)
 
 
+@pytest.mark.unit
 def test_csv_duplicate_nest_and_empty_file(tmp_path):
     path = write(tmp_path, "c.csv", f"{HEADER}\nn000,1,1,1,1,1\nn000,1,1,1,1,1\n")
     with pytest.raises(PlacementError, match="line 3: nest 'n000' appears twice"):
@@ -158,6 +168,7 @@ def test_csv_duplicate_nest_and_empty_file(tmp_path):
         load_counters(tmp_path / "absent.csv", IDS)
 
 
+@pytest.mark.unit
 def test_json_counters_plain_and_wrapped(tmp_path):
     events = dict(zip(TABLE1_EVENTS, [1, 2, 3, 4, 5], strict=True))
     plain = write(tmp_path, "c.json", json.dumps({"n001": events}))
@@ -193,6 +204,7 @@ def small_profile() -> NestProfile:
     )
 
 
+@pytest.mark.unit
 def test_nest_profile_round_trip_and_checks(tmp_path):
     profile = small_profile()
     path = tmp_path / "p.nests.json"
@@ -219,6 +231,7 @@ def test_nest_profile_round_trip_and_checks(tmp_path):
         (lambda d: d["nests"][0].pop("n_iter"), "nest #0 is not a loop nest"),
     ],
 )
+@pytest.mark.unit
 def test_nest_profile_rejects_bad_files_in_one_line(tmp_path, edit, message):
     data = small_profile().to_json()
     edit(data)
@@ -229,6 +242,7 @@ def test_nest_profile_rejects_bad_files_in_one_line(tmp_path, edit, message):
     assert "\n" not in str(info.value) and str(path) in str(info.value)
 
 
+@pytest.mark.unit
 def test_nest_profile_with_measured_counters_round_trips(tmp_path):
     events = dict(zip(TABLE1_EVENTS, [1.0, 2.0, 3.0, 4.0, 5.0], strict=True))
     profile = dataclasses.replace(

@@ -44,6 +44,7 @@ SMALL = {
 
 
 @pytest.mark.parametrize("name", list(SMALL))
+@pytest.mark.unit
 def test_builder_is_valid_and_runs(name):
     model = SMALL[name]()
     assert model.opset_import[0].version == W.OPSET and model.ir_version == W.IR_VERSION
@@ -53,11 +54,13 @@ def test_builder_is_valid_and_runs(name):
     assert np.all(np.isfinite(outputs[0]))
 
 
+@pytest.mark.unit
 def test_builds_are_deterministic():
     for build in (SMALL["llama_small_dims"], SMALL["attention"], SMALL["depthwise_conv"]):
         assert build().SerializeToString() == build().SerializeToString()
 
 
+@pytest.mark.unit
 def test_registry_defaults_are_valid():
     for name, wl in W.WORKLOADS.items():
         if name in ("llama_layer", "gpt2_stack", "gpt2_layer"):
@@ -68,6 +71,7 @@ def test_registry_defaults_are_valid():
         W.build("nope", 1)
 
 
+@pytest.mark.unit
 def test_numerics_against_numpy():
     feeds, (y,) = run(W.elementwise("silu", 64))
     x = feeds["X"]
@@ -88,6 +92,7 @@ def test_numerics_against_numpy():
     np.testing.assert_allclose(y, (feeds["A"] * feeds["B"]).sum(axis=1), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.unit
 def test_single_token_attention_without_cache_is_value_projection():
     # softmax over one score is 1: the output is out_proj(v_proj(x)).
     model = W.attention_block(64, 4, seq=1, past=0)
@@ -98,6 +103,7 @@ def test_single_token_attention_without_cache_is_value_projection():
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.unit
 def test_decoder_parameter_formulas_at_small_dims():
     h, f = 64, 172
     llama = 4 * h * h + 3 * h * f + 2 * h
@@ -111,6 +117,7 @@ def test_decoder_parameter_formulas_at_small_dims():
         W.decoder_layer(h, 5, f)
 
 
+@pytest.mark.unit
 def test_gpt2_small_layer_parameters():
     model = W.decoder_layer(**W.GPT2, kind="gpt2")
     assert W.parameter_count(model) == 7_087_872  # ~7.1M
@@ -125,6 +132,7 @@ def test_llama7b_layer_parameters_and_runs():
     assert y.shape == (1, 4096) and np.all(np.isfinite(y))
 
 
+@pytest.mark.integration
 def test_small_models_lower_and_match_onnxruntime(tmp_path):
     from placement.pim.pipeline import profile_nests
     from placement.profiling.mlir.lower import lower_onnx

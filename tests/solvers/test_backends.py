@@ -1,5 +1,6 @@
-"""Other solvers than HiGHS: same optimum on random instances, verified placements,
-honest statuses (a size-limited licence is not our failure)."""
+"""Other solvers than HiGHS: the registry, the tightened model with a start, honest statuses
+(a size-limited licence is not our failure). The same cases for every backend (the
+brute-force optimum, error handling): ``test_cross_backend.py``."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ def _skip_unless(name: str) -> None:
         pytest.skip(f"{name} not installed: {reason}")
 
 
+@pytest.mark.unit
 def test_available_solvers_names_every_backend():
     assert set(AVAILABLE) == {"highs", "scip", "cbc", "gurobi"}
     assert AVAILABLE["highs"] is None
@@ -49,6 +51,7 @@ def test_available_solvers_names_every_backend():
         assert why is None or name in why  # a reason names the solver and how to install it
 
 
+@pytest.mark.unit
 def test_unknown_solver_is_a_clear_error():
     inst = _instances(1)[0]
     with pytest.raises(PlacementError, match="unknown solver 'nosuch'; known: highs, scip"):
@@ -57,6 +60,7 @@ def test_unknown_solver_is_a_clear_error():
         solve(inst, solver="nosuch")
 
 
+@pytest.mark.unit
 def test_unavailable_solver_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(BACKENDS["scip"], "unavailable_reason",
                         lambda: "scip is not available: pip install it")
@@ -64,36 +68,10 @@ def test_unavailable_solver_is_a_clear_error(monkeypatch):
         BACKENDS["scip"].solve(build_cim_model(_instances(1)[0]), SolveOptions())
 
 
-@pytest.mark.solver
-def test_cpsat_matches_highs_on_random_instances():
-    _skip_unless("cpsat")
-    for inst in _instances():
-        ref = solve_cim(inst, threads=1).result
-        out = solve(inst, solver="cpsat", time_limit=30, threads=1)
-        r = out.result
-        assert r.status == SolveStatus.OPTIMAL, r.message
-        assert out.schedule is not None
-        assert verify_cim(inst, out.schedule, claimed_makespan=r.objective).ok
-        assert r.objective == pytest.approx(ref.objective, rel=1e-4)
-        assert r.best_bound <= ref.objective * (1 + 1e-9)  # rounding down keeps it a bound
-
-
-@pytest.mark.slow  # ~5-14 s; CP-SAT above is the default second-solver oracle
-@pytest.mark.solver
-def test_scip_matches_highs_on_random_instances():
-    _skip_unless("scip")
-    for inst in _instances():
-        ref = solve_cim(inst, threads=1).result
-        out = solve(inst, solver="scip", formulation="faithful", threads=1, time_limit=30)
-        r, schedule = out.result, out.schedule
-        assert r.status == SolveStatus.OPTIMAL, r.message
-        assert schedule is not None and verify_cim(inst, schedule).ok
-        assert r.objective == pytest.approx(ref.objective, rel=1e-4)
-
-
-@pytest.mark.solver
 @pytest.mark.parametrize(
-    "solver", ["scip", "cbc", pytest.param("gurobi", marks=pytest.mark.slow)]  # licence checks
+    "solver",
+    [pytest.param("scip", marks=pytest.mark.solver), pytest.param("cbc", marks=pytest.mark.solver),
+     pytest.param("gurobi", marks=pytest.mark.slow)],  # gurobi: licence checks
 )
 def test_tightened_with_start_on_other_solvers(solver):
     _skip_unless(solver)
@@ -129,6 +107,7 @@ def test_gurobi_size_limit_is_reported_as_licence_limit():
     assert r.message.startswith(LICENCE_LIMIT)
 
 
+@pytest.mark.unit
 def test_cpsat_rounding_is_down_and_fine():
     inst = _instances(1)[0]
     unit = time_unit(inst)

@@ -7,6 +7,8 @@ import pytest
 from placement.devices.cim import accelerator_latency, crossbars_needed, transfer_latency
 from placement.hardware.cim import load_hardware, with_overrides
 
+pytestmark = pytest.mark.unit
+
 ARM = load_hardware("arm-a72").cim  # 256x256 crossbars, 10.24 GB/s bus and internal, 1 B/elem
 
 

@@ -8,6 +8,8 @@ from placement.cim.instance import CimEdge, CimInstance, CimOperator
 from placement.cim.schedule import CimSchedule, all_host_schedule, asap_schedule
 from placement.errors import PlacementError
 
+pytestmark = pytest.mark.unit
+
 
 def diamond() -> CimInstance:
     """a -> {b, c} -> d; b and c are parallel; d is host-only."""

@@ -88,6 +88,7 @@ def core_rows(out: str) -> list[int]:
 # --------------------------------------------------------------------------- happy paths
 
 
+@pytest.mark.integration
 def test_nests_prints_one_row_per_nest_and_json(capsys, env):
     out_file = env["dir"] / "nests.json"
     code, out, err = run(capsys, "nests", env["onnx"], "--json", out_file)
@@ -101,6 +102,7 @@ def test_nests_prints_one_row_per_nest_and_json(capsys, env):
     assert "lowered in" in err
 
 
+@pytest.mark.integration
 def test_profile_command_saves_and_reports_counters_once(capsys, env, tmp_path):
     out_file = tmp_path / "p.nests.json"
     code, out, err = run(capsys, "profile", env["onnx"], "--target", "pim", "-o", out_file,
@@ -116,6 +118,7 @@ def test_profile_command_saves_and_reports_counters_once(capsys, env, tmp_path):
     assert out == ""
 
 
+@pytest.mark.integration
 def test_solve_with_profile_three_core_counts(capsys, env):
     code, out, err = run(capsys, "solve", env["onnx"], "--target", "pim", "--profile",
                          env["profile"], "--pim-cores", "32,64,128")  # fmt: skip
@@ -131,6 +134,7 @@ def test_solve_with_profile_three_core_counts(capsys, env):
         assert f"  {nest.id} N=" in out  # a reason for every nest
 
 
+@pytest.mark.integration
 def test_solve_json_document_is_complete(capsys, env):
     out_file = env["dir"] / "result.json"
     code, _, err = run(capsys, "solve", env["onnx"], "--target", "pim", "--profile",
@@ -161,6 +165,7 @@ def test_solve_json_document_is_complete(capsys, env):
     assert doc["nest_profile"]["counter_source"]
 
 
+@pytest.mark.integration
 def test_counters_csv_drives_rule_c3_with_measured_bandwidth(capsys, env, tmp_path):
     ids = [n.id for n in env["nests"]]
     high, low = ids[0], ids[-1]
@@ -190,6 +195,7 @@ def test_counters_csv_drives_rule_c3_with_measured_bandwidth(capsys, env, tmp_pa
     assert "64 GB/s " in row and "pim/" in row  # measured: no '*'
 
 
+@pytest.mark.integration
 def test_allow_estimates_labels_rule_decisions(capsys, env):
     code, out, err = run(capsys, "solve", env["onnx"], "--target", "pim", "--profile",
                          env["slow"], "--allow-estimates", "--pim-cores", "64")  # fmt: skip
@@ -200,6 +206,7 @@ def test_allow_estimates_labels_rule_decisions(capsys, env):
     assert re.search(r"\b(pim|host)\*/(pim|host)", out)
 
 
+@pytest.mark.integration
 def test_solve_mlir_without_profile(capsys, tmp_path):
     path = tmp_path / "prog.mlir"
     path.write_text(LINALG_ADD)
@@ -213,6 +220,7 @@ def test_solve_mlir_without_profile(capsys, tmp_path):
     assert "ONNX Runtime" not in err  # no ONNX-only steps for .mlir
 
 
+@pytest.mark.integration
 def test_cim_target_is_unchanged_and_refuses_pim_options(capsys, env):
     code, _, err = run(capsys, "solve", env["onnx"], "--pim-cores", "32")
     assert_one_line_error(code, err, "--pim-cores", "need --target pim")
@@ -236,6 +244,7 @@ def _bad_models(d):
 
 
 @pytest.mark.parametrize("command", ["profile", "solve"])
+@pytest.mark.integration
 def test_bad_models_give_one_line_and_no_output(capsys, tmp_path, command):
     dyn, unsup, bad_mlir = _bad_models(tmp_path)
     out_file = tmp_path / "out.json"
@@ -248,6 +257,7 @@ def test_bad_models_give_one_line_and_no_output(capsys, tmp_path, command):
         assert not list(tmp_path.glob(".out.json*"))
 
 
+@pytest.mark.unit
 def test_nests_bad_mlir(capsys, tmp_path):
     _, _, bad_mlir = _bad_models(tmp_path)
     code, _, err = run(capsys, "nests", bad_mlir)
@@ -262,6 +272,7 @@ def _solve_bad(capsys, env, tmp_path, *extra):
     return code, out, err
 
 
+@pytest.mark.integration
 def test_counters_file_with_unknown_ids_or_missing_columns(capsys, env, tmp_path):
     header = "nest_id," + ",".join(TABLE1_EVENTS)
     unknown = tmp_path / "u.csv"
@@ -283,6 +294,7 @@ def test_counters_file_with_unknown_ids_or_missing_columns(capsys, env, tmp_path
         ('base = "pim-icelake"\n[pim]\ncores = 0\n', "'pim.cores' must be positive"),
     ],
 )
+@pytest.mark.integration
 def test_zero_or_negative_hardware_values(capsys, env, tmp_path, toml, fragment):
     hw = tmp_path / "hw.toml"
     hw.write_text(toml)
@@ -291,11 +303,13 @@ def test_zero_or_negative_hardware_values(capsys, env, tmp_path, toml, fragment)
 
 
 @pytest.mark.parametrize("cores", ["0", "32,0", "-4", "abc", "32,,64"])
+@pytest.mark.integration
 def test_bad_pim_cores(capsys, env, tmp_path, cores):
     code, _, err = _solve_bad(capsys, env, tmp_path, f"--pim-cores={cores}")
     assert_one_line_error(code, err, "--pim-cores must be a comma-separated list")
 
 
+@pytest.mark.integration
 def test_profile_of_another_model_or_kind_is_refused(capsys, env, tmp_path):
     out_file = tmp_path / "r.json"
     code, _, err = run(capsys, "solve", env["other"], "--target", "pim", "--profile",
@@ -308,6 +322,7 @@ def test_profile_of_another_model_or_kind_is_refused(capsys, env, tmp_path):
     assert not out_file.exists()
 
 
+@pytest.mark.integration
 def test_cim_options_with_pim_target_and_missing_output_dir(capsys, env, tmp_path):
     code, _, err = _solve_bad(capsys, env, tmp_path, "--crossbars", "8")
     assert_one_line_error(code, err, "--crossbars", "not used with --target pim")

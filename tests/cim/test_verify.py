@@ -11,6 +11,8 @@ from placement.cim.schedule import CimSchedule, asap_schedule
 from placement.cim.verify import verify_cim
 from placement.errors import PlacementError
 
+pytestmark = pytest.mark.unit
+
 
 def instance(budget: int = 4) -> CimInstance:
     """a -> {b, c} -> d, plus an independent host-only e."""

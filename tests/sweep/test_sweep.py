@@ -22,7 +22,7 @@ from placement.sweep.grid import Grid, build_grid, parse_setting, parse_values
 from placement.sweep.plan import RESULT_COLUMNS, ModelInput, SolverOptions, plan_points
 from placement.sweep.run import run_sweep
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
 TIMING = {"solve_seconds"}  # the only column allowed to differ between runs
 
@@ -71,6 +71,7 @@ def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
 # --------------------------------------------------------------------------- grid
 
 
+@pytest.mark.unit
 def test_grid_expansion_order_ids_and_values():
     grid = build_grid(
         "cim", ["arm-a72", "x86-ryzen"], [("crossbars", "25,50,25,100"), ("t-mvm-ns", "50,1e3")]
@@ -96,6 +97,7 @@ def test_grid_expansion_order_ids_and_values():
     assert square[0][2].cim.crossbar_rows == square[0][2].cim.crossbar_cols == 64
 
 
+@pytest.mark.unit
 def test_pim_keys_are_the_pim_preset_keys():
     assert parse_setting("pim", "t_sw_us=1,2.5") == ("t_sw_us", (1.0, 2.5))
     assert parse_values("pim", "cores", "32,64") == (32, 64)
@@ -117,12 +119,14 @@ def test_pim_keys_are_the_pim_preset_keys():
         ("crossbar", "25", "known: crossbars, crossbar_rows"),
     ],
 )
+@pytest.mark.unit
 def test_bad_grid_values(key, text, fragment):
     with pytest.raises(PlacementError) as info:
         parse_values("cim", key, text)
     assert fragment in str(info.value)
 
 
+@pytest.mark.unit
 def test_bad_grid_values_on_the_command_line(capsys, profile, tmp_path):
     base = ["sweep", INT8, "--profile", profile, "-o", tmp_path / "s", "-q"]
     code, _, err = run(capsys, *base, "--set", "crossbarz=1,2")
@@ -143,7 +147,7 @@ def test_bad_grid_values_on_the_command_line(capsys, profile, tmp_path):
 # --------------------------------------------------------------------------- runs
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_cli_sweep_layout_and_schema(capsys, profile, tmp_path):
     out = tmp_path / "sweep"
     code, stdout, err = run(
@@ -196,7 +200,7 @@ def test_cli_sweep_layout_and_schema(capsys, profile, tmp_path):
     assert {r["crossbars_used"] == "" for r in csv_rows if r["status"] == "error"} == {True}
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_resume_after_interrupt_skips_done_points(profile, tmp_path):
     grid = build_grid("cim", ["x86-ryzen"], [("crossbars", "1,4"), ("t_mvm_ns", "50,500")])
     full = sweep(profile, tmp_path / "full", grid)
@@ -224,7 +228,7 @@ def test_resume_after_interrupt_skips_done_points(profile, tmp_path):
     assert (again.resumed, again.solved) == (4, 0)
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_directory_of_another_sweep_is_refused_and_kept(capsys, profile, tmp_path):
     out = tmp_path / "s"
     base = ["sweep", INT8, "--profile", profile, "--hardware", "x86-ryzen", "-o", out, "-q"]
@@ -255,6 +259,7 @@ def test_directory_of_another_sweep_is_refused_and_kept(capsys, profile, tmp_pat
     assert (junk / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.integration
 def test_unreachable_scheduler_fails_fast(capsys, profile, tmp_path):
     started = time.perf_counter()
     code, _, err = run(
@@ -266,7 +271,7 @@ def test_unreachable_scheduler_fails_fast(capsys, profile, tmp_path):
     assert not (tmp_path / "s").exists()
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_identical_rows_with_1_and_2_workers_and_dask(profile, tmp_path):
     distributed = pytest.importorskip("distributed")
     grid = build_grid(
@@ -288,7 +293,7 @@ def test_identical_rows_with_1_and_2_workers_and_dask(profile, tmp_path):
         assert docs[0]["schedule"] == docs[1]["schedule"] == docs[2]["schedule"]
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_monotone_in_crossbars_and_mvm_latency(profile, tmp_path):
     """More crossbars never increase the optimal makespan; a slower MVM never decreases it."""
     grid = build_grid(
@@ -312,6 +317,7 @@ def test_monotone_in_crossbars_and_mvm_latency(profile, tmp_path):
 # --------------------------------------------------------------------------- PIM
 
 
+@pytest.mark.integration
 def test_pim_sweep_on_an_elementwise_add(capsys, tmp_path):
     pytest.importorskip("torch_mlir")
     from placement.pim.pipeline import profile_nests

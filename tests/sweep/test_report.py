@@ -45,6 +45,7 @@ def _figures(root: Path) -> set[str]:
     return {p.name for p in (root / "figures").iterdir()}
 
 
+@pytest.mark.integration
 def test_cim_report_html_embeds_every_figure(capsys, tmp_path, cim_points):
     root = write_sweep(tmp_path / "sweep", "cim", *cim_points, ["crossbars", "t_mvm_ns"])
     code, out, err = run(capsys, "report", root)
@@ -73,6 +74,7 @@ def test_cim_report_html_embeds_every_figure(capsys, tmp_path, cim_points):
     assert text.count("<td>resnet_tiny_int8</td>") == 2  # one summary row per hardware
 
 
+@pytest.mark.integration
 def test_markdown_report_and_gantt_with_transfers_from_the_model_file(capsys, tmp_path, cim_points):
     root = write_sweep(tmp_path / "sweep", "cim", *cim_points, ["crossbars", "t_mvm_ns"])
     out_md = tmp_path / "r.md"
@@ -89,6 +91,7 @@ def test_markdown_report_and_gantt_with_transfers_from_the_model_file(capsys, tm
     assert "transfer:" in svg  # gids of transfer bars: edges came from the model file
 
 
+@pytest.mark.integration
 def test_missing_columns_skip_figures_with_a_reason(capsys, tmp_path, cim_points):
     rows, docs = cim_points
     slim = [{k: v for k, v in r.items() if k not in ("host_busy_s", "accel_busy_s")} for r in rows]
@@ -107,6 +110,7 @@ def test_missing_columns_skip_figures_with_a_reason(capsys, tmp_path, cim_points
     assert "speedup_vs_crossbars_resnet_tiny_int8.png" in _figures(root)
 
 
+@pytest.mark.integration
 def test_pim_report_has_fig3_table4_and_gantts(capsys, tmp_path, pim_points):
     root = write_sweep(tmp_path / "sweep", "pim", *pim_points, ["cores"])
     code, out, err = run(capsys, "report", root, "-o", tmp_path / "pim.html")
@@ -122,6 +126,7 @@ def test_pim_report_has_fig3_table4_and_gantts(capsys, tmp_path, pim_points):
     assert "Not drawn" not in text
 
 
+@pytest.mark.integration
 def test_pim_report_from_bare_placements_explains_what_is_missing(capsys, tmp_path, pim_points):
     rows, docs = pim_points
     bare = {k: d["results"][0]["model"] for k, d in docs.items()}
@@ -142,6 +147,7 @@ def test_pim_report_from_bare_placements_explains_what_is_missing(capsys, tmp_pa
         (lambda d: d, ["-o", "r.md", "--format", "html"], "suffix says md"),
     ],
 )
+@pytest.mark.unit
 def test_report_errors_are_one_line_and_write_nothing(capsys, tmp_path, make, argv, fragment):
     target = make(tmp_path)
     if argv and argv[0] == "-o":
@@ -156,7 +162,7 @@ def test_report_errors_are_one_line_and_write_nothing(capsys, tmp_path, make, ar
 # --------------------------------------------------------------------------- solve --plot
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_solve_cim_plot_writes_the_gantt(capsys, tmp_path):
     out = tmp_path / "schedule.png"
     code, stdout, err = run(capsys, "solve", INT8, "--crossbars", "10", "--plot", out, *FAST)
@@ -167,6 +173,7 @@ def test_solve_cim_plot_writes_the_gantt(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["s.pdf", "nodir/s.png"])
+@pytest.mark.unit
 def test_solve_plot_bad_path_fails_before_solving(capsys, tmp_path, name):
     js = tmp_path / "r.json"
     code, _, err = run(capsys, "solve", INT8, "--plot", tmp_path / name, "--json", js, *FAST)
@@ -174,7 +181,7 @@ def test_solve_plot_bad_path_fails_before_solving(capsys, tmp_path, name):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_solve_pim_plot_writes_the_gantt_of_the_first_core_count(capsys, tmp_path):
     model = tmp_path / "softmax_4096.onnx"
     model.write_bytes(b"not parsed: the saved profile carries the times")
@@ -194,6 +201,7 @@ def test_solve_pim_plot_writes_the_gantt_of_the_first_core_count(capsys, tmp_pat
         assert f'id="{nid}"' in svg  # one box per nest
 
 
+@pytest.mark.integration
 def test_pim_report_of_sweep_engine_schedules_reads_nests_from_profiles(
     capsys, tmp_path, pim_points
 ):

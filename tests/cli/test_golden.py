@@ -10,10 +10,9 @@ from __future__ import annotations
 import pytest
 from golden import cases
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.mark.parametrize("case", cases.CASES, ids=cases.CASE_NAMES)
+@pytest.mark.integration
 def test_cli_output_matches_golden(case: cases.Case, tmp_path) -> None:
     meta, expected = cases.load_outcome(case.name)
     assert meta["args"] == list(case.args), (
@@ -26,11 +25,13 @@ def test_cli_output_matches_golden(case: cases.Case, tmp_path) -> None:
         pytest.fail(f"placement {' '.join(case.args)}\n" + "\n".join(problems), pytrace=False)
 
 
+@pytest.mark.unit
 def test_every_golden_directory_belongs_to_a_case() -> None:
     on_disk = {p.name for p in cases.EXPECTED.iterdir() if p.is_dir()}
     assert on_disk == set(cases.CASE_NAMES)
 
 
+@pytest.mark.unit
 def test_the_comparison_catches_differences() -> None:
     """The comparers themselves: masked keys ignored, tolerance 1e-9, anything else caught."""
     base = cases.Outcome(0, "a\n", "", {"x.json": '{"v": 1.0, "solve_seconds": 3}'})

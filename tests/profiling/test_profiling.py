@@ -21,7 +21,7 @@ from placement.profiling.ort.measure import plain_inference_seconds, profile_mod
 from placement.profiling.ort.trace import event_shares, per_node_times, split_runs
 
 FAST = {"runs": 3, "warmup": 1}
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 _RNG = np.random.default_rng(0)
 
 
@@ -183,12 +183,14 @@ def _kernels_of(profile: HostProfile, node: str) -> set[str]:
 
 @pytest.mark.parametrize("optimization", ["all", "extended", "basic", "disable"])
 @pytest.mark.parametrize("model", ["residual", "matmul", "removed"])
+@pytest.mark.integration
 def test_every_node_covered_and_time_conserved(models, model, optimization):
     profile = profile_model(models[model], optimization=optimization, **FAST)
     _check_profile(profile, models[model])
     assert profile.metadata["optimization"] == optimization
 
 
+@pytest.mark.integration
 def test_single_run_sum_equals_that_runs_kernel_time(models):
     # With one run the medians are that run's values: their sum must be its kernel total.
     profile = profile_model(models["residual"], runs=1, warmup=1)
@@ -198,6 +200,7 @@ def test_single_run_sum_equals_that_runs_kernel_time(models):
     assert math.isclose(profile.metadata["median_run_kernel_seconds"], total, rel_tol=1e-12)
 
 
+@pytest.mark.integration
 def test_conv_relu_fusion_and_nchwc_layout_are_attributed(models):
     profile = profile_model(models["residual"], optimization="all", **FAST)
     lat, notes, kernels = profile.latencies, profile.notes, profile.metadata["kernels"]
@@ -219,12 +222,14 @@ def test_conv_relu_fusion_and_nchwc_layout_are_attributed(models):
     assert all(lat[n] > 0 for n in ("conv0", "conv1", "conv2", "concat", "gap", "fc"))
 
 
+@pytest.mark.integration
 def test_extended_level_fusedconv_keeps_conv_name(models):
     profile = profile_model(models["residual"], optimization="extended", **FAST)
     assert _kernels_of(profile, "relu0") == {"conv0"}
     assert "FusedConv 'conv0'" in profile.notes["relu0"]
 
 
+@pytest.mark.integration
 def test_matmul_add_fusion(models):
     profile = profile_model(models["matmul"], optimization="all", **FAST)
     fused = _kernels_of(profile, "bias1")
@@ -236,6 +241,7 @@ def test_matmul_add_fusion(models):
     assert "MatMulAddFusion" in profile.notes["bias1"]
 
 
+@pytest.mark.integration
 def test_int8_qoperator_model(int8_model):
     profile = profile_model(int8_model, optimization="all", **FAST)
     _check_profile(profile, int8_model)
@@ -258,6 +264,7 @@ def test_int8_qoperator_model(int8_model):
     assert all(profile.latencies[n] > 0 for n in convs)
 
 
+@pytest.mark.integration
 def test_disabled_optimization_maps_one_to_one(models, int8_model):
     for path in (models["residual"], models["matmul"], int8_model):
         profile = profile_model(path, optimization="disable", **FAST)
@@ -266,6 +273,7 @@ def test_disabled_optimization_maps_one_to_one(models, int8_model):
         assert profile.notes == {}
 
 
+@pytest.mark.integration
 def test_removed_nodes_get_zero_and_a_reason(models):
     profile = profile_model(models["removed"], optimization="all", **FAST)
     lat, notes = profile.latencies, profile.notes
@@ -277,12 +285,14 @@ def test_removed_nodes_get_zero_and_a_reason(models):
     assert lat["Mul_3"] > 0 and lat["Sigmoid_5"] > 0
 
 
+@pytest.mark.integration
 def test_progress_called_once_per_measured_run(models):
     calls: list[tuple[int, int]] = []
     profile_model(models["matmul"], runs=4, warmup=2, progress=lambda i, n: calls.append((i, n)))
     assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
+@pytest.mark.integration
 def test_deterministic_attribution(models):
     # ORT numbers inserted kernels (ReorderOutput_token_N) differently from session to
     # session, so compare what each original node receives, not kernel names.
@@ -296,6 +306,7 @@ def test_deterministic_attribution(models):
     assert a.notes.keys() == b.notes.keys()
 
 
+@pytest.mark.integration
 def test_plain_inference_seconds(models):
     seconds = plain_inference_seconds(
         models["residual"], runs=3, warmup=1, intra_op_threads=1, optimization="all"
@@ -313,6 +324,7 @@ def _graph(nodes, inputs, outputs, inits=()) -> onnx.GraphProto:
     )  # fmt: skip
 
 
+@pytest.mark.unit
 def test_split_weights_are_macs_and_elements():
     n = helper.make_node
     original = _graph(
@@ -331,6 +343,7 @@ def test_split_weights_are_macs_and_elements():
     }
 
 
+@pytest.mark.unit
 def test_unrelatable_kernels_fall_back_to_nearest_with_note():
     n = helper.make_node
     original = _graph(
@@ -362,6 +375,7 @@ def test_unrelatable_kernels_fall_back_to_nearest_with_note():
     assert per_run[0] == {"first": pytest.approx(6e-6), "second": pytest.approx(3e-6)}
 
 
+@pytest.mark.unit
 def test_warmup_runs_are_dropped():
     def session(ts: int, dur: int) -> dict:
         return {"cat": "Session", "name": "model_run", "ts": ts, "dur": dur}
@@ -386,6 +400,7 @@ def _one_line(exc: pytest.ExceptionInfo) -> str:
     return text
 
 
+@pytest.mark.unit
 def test_missing_and_corrupt_model(tmp_path):
     with pytest.raises(PlacementError, match="no such file") as exc:
         profile_model(tmp_path / "nope.onnx")
@@ -397,6 +412,7 @@ def test_missing_and_corrupt_model(tmp_path):
     _one_line(exc)
 
 
+@pytest.mark.integration
 def test_unsupported_operator_reports_ort_message(tmp_path):
     f32 = TensorProto.FLOAT
     graph = helper.make_graph(
@@ -413,6 +429,7 @@ def test_unsupported_operator_reports_ort_message(tmp_path):
     assert "NoSuchOp" in _one_line(exc)
 
 
+@pytest.mark.integration
 def test_too_new_ir_version_is_explained(tmp_path):
     # onnx 1.23 writes IR version 14 by default; onnxruntime 1.31 reads up to 13.
     f32 = TensorProto.FLOAT
@@ -430,6 +447,7 @@ def test_too_new_ir_version_is_explained(tmp_path):
     assert ".cc:" not in _one_line(exc)
 
 
+@pytest.mark.integration
 def test_dynamic_input_is_rejected_by_name(tmp_path):
     f32 = TensorProto.FLOAT
     path = _save(
@@ -453,6 +471,7 @@ def test_dynamic_input_is_rejected_by_name(tmp_path):
         ({"seed": -1}, "seed must be an integer >= 0"),
     ],
 )
+@pytest.mark.unit
 def test_bad_options(models, kwargs, message):
     with pytest.raises(PlacementError, match=message) as exc:
         profile_model(models["matmul"], **kwargs)
@@ -461,6 +480,7 @@ def test_bad_options(models, kwargs, message):
         plain_inference_seconds(models["matmul"], **kwargs)
 
 
+@pytest.mark.integration
 def test_uint8_input_model(int8_model, tmp_path):
     # A graph whose input is already uint8 (quantized upstream) gets uint8 random data.
     model = onnx.load(str(int8_model))
@@ -491,6 +511,7 @@ def _profile(sha: str = "a" * 64) -> HostProfile:
     )
 
 
+@pytest.mark.unit
 def test_profile_round_trip(tmp_path):
     profile = _profile()
     path = tmp_path / "net.profile.json"
@@ -504,6 +525,7 @@ def test_profile_round_trip(tmp_path):
     assert HostProfile.load(path) == profile
 
 
+@pytest.mark.integration
 def test_measured_profile_round_trip(models, tmp_path):
     profile = profile_model(models["residual"], **FAST)
     path = tmp_path / "p.json"
@@ -511,6 +533,7 @@ def test_measured_profile_round_trip(models, tmp_path):
     assert HostProfile.load(path) == profile
 
 
+@pytest.mark.unit
 def test_profile_hash_mismatch_message(tmp_path):
     path = tmp_path / "net.profile.json"
     _profile().save(path)
@@ -533,6 +556,7 @@ def test_profile_hash_mismatch_message(tmp_path):
         ('{"format": "placement-host-profile", "version": 1}', "missing key 'model_path'"),
     ],
 )
+@pytest.mark.unit
 def test_corrupt_profile_files(tmp_path, content, message):
     path = tmp_path / "p.json"
     path.write_text(content)
@@ -553,6 +577,7 @@ def test_corrupt_profile_files(tmp_path, content, message):
         ("metadata", [], "'metadata'"),
     ],
 )
+@pytest.mark.unit
 def test_profile_schema_errors(tmp_path, key, value, message):
     data = _profile().to_json()
     data[key] = value
@@ -563,6 +588,7 @@ def test_profile_schema_errors(tmp_path, key, value, message):
     _one_line(exc)
 
 
+@pytest.mark.unit
 def test_profile_nan_and_missing_file(tmp_path):
     path = tmp_path / "p.json"
     path.write_text(json.dumps(_profile().to_json()).replace("0.00015", "NaN", 1))
@@ -580,6 +606,7 @@ def test_profile_nan_and_missing_file(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["resnet_tiny.onnx", "resnet_tiny_int8.onnx"])
+@pytest.mark.integration
 def test_examples(name):
     path = EXAMPLES / name
     if not path.exists():

@@ -14,7 +14,7 @@ from onnx_builders import const, gemm_model, model, result, save, tensor
 
 from placement.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
 FP32 = ROOT / "examples" / "resnet_tiny.onnx"
 FAST = ["--runs", "3", "--warmup", "1", "-q"]
@@ -35,7 +35,7 @@ def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
         assert fragment in lines[0], lines[0]
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_solve_example_writes_verified_json(capsys, tmp_path):
     out_file = tmp_path / "result.json"
     code, out, _ = run(capsys, "solve", INT8, "--target", "cim", *FAST, "--json", out_file)
@@ -51,7 +51,7 @@ def test_solve_example_writes_verified_json(capsys, tmp_path):
     assert len(ops) == doc["model"]["operators"] == doc["instance"]["operators"]
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_profile_then_solve_with_the_saved_profile(capsys, tmp_path):
     profile = tmp_path / "m.profile.json"
     code, _, err = run(capsys, "profile", FP32, "-o", profile, *FAST)
@@ -82,13 +82,14 @@ def test_profile_then_solve_with_the_saved_profile(capsys, tmp_path):
     assert "warning: host latencies were measured on" in err  # x86 profile, ARM preset
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_details_lists_every_operator(capsys):
     code, out, _ = run(capsys, "solve", INT8, *FAST, "--details")
     assert code == 0
     assert "stem_conv" in out and "b3_concat" in out
 
 
+@pytest.mark.unit
 def test_presets_listed(capsys):
     code, out, _ = run(capsys, "presets")
     assert code == 0
@@ -115,25 +116,38 @@ def big_gemm_model(tmp_path: Path) -> Path:
     return save(gemm_model([1, 512], [512, 512]), tmp_path)  # 2 x 2 = 4 crossbars
 
 
+# The hardware and the budget are checked after the model is profiled (ONNX Runtime):
+# those cases are integration tests, the others stop before any profiling.
+PROFILED = pytest.mark.integration
+BEFORE_PROFILING = pytest.mark.unit
+
+
 @pytest.mark.parametrize(
     ("make", "extra", "fragments"),
     [
-        (lambda p: p / "missing.onnx", [], ["missing.onnx", "no such file"]),
-        (lambda p: _write(p / "junk.onnx", b"not a model"), [], ["not a readable ONNX model"]),
-        (dynamic_model, [], ["'x'", "dynamic", "fixed"]),
-        (empty_model, [], ["no operators"]),
-        (unknown_domain_model, [], ["com.example", "frob"]),
-        (big_gemm_model, ["--crossbars", "2"], ["fits no operator", "needs 4"]),
-        (lambda p: FP32, ["--crossbars", "0"], ["--crossbars must be positive"]),
-        (lambda p: FP32, ["--hardware", "nowhere"], ["neither a preset"]),
-        (lambda p: FP32, ["--time-limit", "-1"], ["--time-limit"]),
-        (
+        pytest.param(lambda p: p / "missing.onnx", [], ["missing.onnx", "no such file"],
+                     marks=BEFORE_PROFILING),
+        pytest.param(lambda p: _write(p / "junk.onnx", b"not a model"), [],
+                     ["not a readable ONNX model"], marks=BEFORE_PROFILING),
+        pytest.param(dynamic_model, [], ["'x'", "dynamic", "fixed"], marks=BEFORE_PROFILING),
+        pytest.param(empty_model, [], ["no operators"], marks=BEFORE_PROFILING),
+        pytest.param(unknown_domain_model, [], ["com.example", "frob"], marks=BEFORE_PROFILING),
+        pytest.param(big_gemm_model, ["--crossbars", "2"], ["fits no operator", "needs 4"],
+                     marks=PROFILED),
+        pytest.param(lambda p: FP32, ["--crossbars", "0"], ["--crossbars must be positive"],
+                     marks=PROFILED),
+        pytest.param(lambda p: FP32, ["--hardware", "nowhere"], ["neither a preset"],
+                     marks=PROFILED),
+        pytest.param(lambda p: FP32, ["--time-limit", "-1"], ["--time-limit"],
+                     marks=BEFORE_PROFILING),
+        pytest.param(
             lambda p: FP32,
             ["--profile", str(INT8.with_suffix(".nope.json"))],
             ["no such profile file"],
+            marks=BEFORE_PROFILING,
         ),
     ],
-)
+)  # fmt: skip
 def test_bad_input_gives_one_line_and_no_output_file(capsys, tmp_path, make, extra, fragments):
     out_file = tmp_path / "out.json"
     code, _, err = run(capsys, "solve", make(tmp_path), *FAST, *extra, "--json", out_file)
@@ -141,6 +155,7 @@ def test_bad_input_gives_one_line_and_no_output_file(capsys, tmp_path, make, ext
     assert not out_file.exists()
 
 
+@pytest.mark.integration
 def test_profile_of_another_model_is_rejected(capsys, tmp_path):
     profile = tmp_path / "p.json"
     assert run(capsys, "profile", FP32, "-o", profile, *FAST)[0] == 0
@@ -148,12 +163,14 @@ def test_profile_of_another_model_is_rejected(capsys, tmp_path):
     assert_one_line_error(code, err, "measured on", "resnet_tiny.onnx", "re-run")
 
 
+@pytest.mark.unit
 def test_unreadable_profile(capsys, tmp_path):
     profile = _write(tmp_path / "p.json", b"{ not json")
     code, _, err = run(capsys, "solve", FP32, "--profile", profile, "-q")
     assert_one_line_error(code, err, "p.json")
 
 
+@pytest.mark.integration  # the model is profiled before the hardware file is read
 def test_bad_hardware_file(capsys, tmp_path):
     hw = tmp_path / "hw.toml"
     hw.write_text('base = "x86-ryzen"\n[cim]\nbus_gbps = -1\n')
@@ -161,6 +178,7 @@ def test_bad_hardware_file(capsys, tmp_path):
     assert_one_line_error(code, err, "hw.toml", "cim.bus_gbps", "positive")
 
 
+@pytest.mark.unit
 def test_profile_refuses_runs_zero_and_writes_nothing(capsys, tmp_path):
     out = tmp_path / "p.json"
     code, _, err = run(capsys, "profile", FP32, "-o", out, "--runs", "0", "-q")
@@ -168,6 +186,7 @@ def test_profile_refuses_runs_zero_and_writes_nothing(capsys, tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.integration
 def test_console_script_without_highs_says_so(tmp_path):
     """A real interpreter in which `import highspy` fails: one line, exit 1, no traceback."""
     blocker = tmp_path / "block"
@@ -191,12 +210,13 @@ def _write(path: Path, data: bytes) -> Path:
     return path
 
 
+@pytest.mark.unit
 def test_dynamic_shape_message_names_the_tensor_and_the_fix(capsys, tmp_path):
     code, _, err = run(capsys, "solve", dynamic_model(tmp_path), *FAST)
     assert_one_line_error(code, err, "'x'", "make_dynamic_shape_fixed")
 
 
-@pytest.mark.solver
+@pytest.mark.integration
 def test_solve_with_cpsat_then_highs_matches_highs(capsys, tmp_path):
     pytest.importorskip("ortools", reason="ortools (the [test] extra) not installed")
     profile = tmp_path / "p.json"
@@ -215,6 +235,7 @@ def test_solve_with_cpsat_then_highs_matches_highs(capsys, tmp_path):
     assert docs["cpsat+highs"]["makespan"] == pytest.approx(docs["highs"]["makespan"], rel=1e-6)
 
 
+@pytest.mark.unit
 def test_auto_solver_uses_cpsat_then_highs_only_on_branched_graphs():
     import random
 
