@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
+from placement.profiling.ort.robust import AUTO_TIME_BUDGET, AUTO_TOLERANCE, parse_runs
 
 EXIT_ERROR = 1  # bad input, solver failure, failed verification
 EXIT_USAGE = 2  # argparse's own code for bad command lines
@@ -65,8 +66,46 @@ def cim_hardware_options(parser: argparse.ArgumentParser) -> None:
 
 
 def profiling_options(group: argparse._ActionsContainer) -> None:
-    """How host latencies are measured (ONNX Runtime, or the MLIR JIT for PIM)."""
-    group.add_argument("--runs", type=int, default=20, help="measured runs (default 20)")
+    """How host latencies are measured (ONNX Runtime, or the MLIR JIT for PIM).
+
+    ``--runs`` takes a number or ``auto``. ``args.runs`` is always an integer (``auto``
+    stores the default 20, which the PIM target uses) and ``args.runs_auto`` says whether
+    ``auto`` was given (:func:`measure_host` then measures until stable).
+    """
+    default_runs = 20
+
+    def runs_type(text: str) -> int | str:
+        try:
+            return parse_runs(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    class RunsAction(argparse.Action):
+        def __call__(
+            self,
+            parser: argparse.ArgumentParser,
+            namespace: argparse.Namespace,
+            values: Any,
+            option_string: str | None = None,
+        ) -> None:
+            auto = values == "auto"
+            setattr(namespace, self.dest, default_runs if auto else values)
+            namespace.runs_auto = auto
+
+    group.add_argument(
+        "--runs",
+        type=runs_type,
+        action=RunsAction,
+        default=default_runs,
+        metavar="N|auto",
+        help=f"measured runs (default {default_runs}), taken in rounds of up to 4 back-to-back"
+        " runs with a short pause between rounds; per operator the median over rounds of the"
+        " fastest run of each round. 'auto' (ONNX Runtime): add rounds of 4 runs until the"
+        f" run time (median of the round minima) moved by at most {100 * AUTO_TOLERANCE:g} %%"
+        f" over the last 3 rounds (at least 5 rounds) or {AUTO_TIME_BUDGET:g} s are spent;"
+        f" with --target pim, 'auto' means {default_runs} runs",
+    )
+    group.set_defaults(runs_auto=False)
     group.add_argument("--warmup", type=int, default=5, help="warm-up runs (default 5)")
     group.add_argument("--threads", type=int, default=1, help="ORT intra-op threads (default 1)")
     group.add_argument(
@@ -178,14 +217,24 @@ def measure_host(args: argparse.Namespace, model_path: str) -> Any:
     started = time.perf_counter()
     profile = profile_model(
         model_path,
-        runs=args.runs,
+        runs="auto" if getattr(args, "runs_auto", False) else args.runs,
         warmup=args.warmup,
         intra_op_threads=args.threads,
         optimization=args.optimization,
         progress=run_counter(args, "profiling with ONNX Runtime"),
     )
-    total = args.warmup + args.runs
-    info(args, f"profiled {total} runs in {time.perf_counter() - started:.1f} s")
+    meta = profile.metadata
+    total = args.warmup + meta.get("runs", args.runs)
+    how = f"{meta['rounds']} rounds" if "rounds" in meta else ""
+    if "stopped" in meta:
+        how += f", --runs auto stopped: {meta['stopped']}"
+    info(
+        args,
+        f"profiled {total} runs in {time.perf_counter() - started:.1f} s"
+        + (f" ({how})" if how else ""),
+    )
+    for text in dict.fromkeys(meta.get("warnings", [])):  # each once, in order
+        warn(text)
     return profile
 
 

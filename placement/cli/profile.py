@@ -26,7 +26,8 @@ def register(sub: Any) -> None:
         "profile",
         help="measure per-operator host latencies with ONNX Runtime and save them",
         description="Profile every operator of an ONNX model with ONNX Runtime on this machine "
-        "(median of N runs after warm-up) and save a profile reusable with 'solve --profile'.",
+        "(after warm-up, per operator the median over rounds of each round's fastest run) and"
+        " save a profile reusable with 'solve --profile'.",
     )
     profile.add_argument(
         "model", help="ONNX file with static shapes (or .mlir at linalg level, --target pim)"

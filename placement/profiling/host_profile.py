@@ -16,8 +16,17 @@ File format (JSON object, written with indentation)::
       "kernel_total": 0.00123,          # seconds, = sum of "latencies"
       "latencies": {"<node>": 1.2e-05, ...},
       "notes": {"<node>": "fused into ...", ...},
+      "spread": {"<node>": 0.012, ...}, # optional: relative spread of each latency
       "metadata": {"onnxruntime_version": "1.31.1", ...}
     }
+
+``spread`` (written only when known) is the relative interquartile range of each
+node's per-round minima (:mod:`placement.profiling.ort.robust`). ``metadata`` is free
+form; profiles measured by :func:`placement.profiling.ort.measure.profile_model` also
+record ``statistic``, ``rounds``, ``runs_per_round``, ``total_spread``,
+``machine_load`` and ``warnings`` (a list of sentences). All of these are optional:
+files written before they existed load unchanged (empty spread, no warnings), and
+readers that ignore them read newer files, so the format version stays 1.
 """
 
 from __future__ import annotations
@@ -50,6 +59,8 @@ class HostProfile:
     metadata: dict[str, Any]
     kernel_total: float
     notes: dict[str, str] = field(default_factory=dict)
+    # Relative spread of each latency (empty when unknown, e.g. in older files).
+    spread: dict[str, float] = field(default_factory=dict)
     # Where the profile was loaded from (not stored in the file): lets messages name it.
     source: str | None = field(default=None, compare=False, repr=False)
 
@@ -62,8 +73,15 @@ class HostProfile:
             "kernel_total": self.kernel_total,
             "latencies": self.latencies,
             "notes": self.notes,
+            **({"spread": self.spread} if self.spread else {}),
             "metadata": self.metadata,
         }
+
+    @property
+    def warnings(self) -> list[str]:
+        """Sentences the measurement left in ``metadata["warnings"]`` (none in older files)."""
+        found = self.metadata.get("warnings", [])
+        return [w for w in found if isinstance(w, str)] if isinstance(found, list) else []
 
     def save(self, path: str | Path) -> None:
         """Write the profile as JSON, atomically (temp file + rename): never half a file."""
@@ -98,9 +116,18 @@ class HostProfile:
         notes = data.get("notes", {})
         if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
             raise bad("'notes' must be an object of node name -> text")
+        spread = data.get("spread", {})
+        if not isinstance(spread, dict):
+            raise bad("'spread' must be an object of node name -> relative spread")
+        for name, value in spread.items():
+            if not is_nonnegative_number(value):
+                raise bad(f"spread of node {name!r} must be a non-negative number, got {value!r}")
         metadata = data["metadata"]
         if not isinstance(metadata, dict):
             raise bad("'metadata' must be an object")
+        warnings = metadata.get("warnings", [])
+        if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+            raise bad("'metadata.warnings' must be a list of strings")
         return cls(
             latencies={k: float(v) for k, v in latencies.items()},
             model_sha256=sha,
@@ -108,6 +135,7 @@ class HostProfile:
             metadata=metadata,
             kernel_total=float(kernel_total),
             notes=dict(notes),
+            spread={k: float(v) for k, v in spread.items()},
             source=str(path),
         )
 

@@ -4,17 +4,50 @@ Measuring
 ---------
 One session (CPUExecutionProvider, ``ORT_SEQUENTIAL``, ``intra_op_threads``
 intra-op threads, one inter-op thread, the requested graph optimization level)
-runs the model on deterministic random inputs ``warmup + runs`` times with
-ORT's profiler on. The trace holds one ``model_run`` event per run; kernel
-events (``cat == "Node"``) are assigned to the run whose window starts last
-before them, and the first ``warmup`` runs are dropped. Per run, every kernel's
-time is split over original nodes (below); a node's latency is the median over
-the measured runs of its per-run time, and ``kernel_total`` is defined as the
-sum of these medians. The median of the per-run kernel sums is recorded as
-``metadata["median_run_kernel_seconds"]``. Before ORT sees the model, every
-node gets its :func:`~placement.onnx_names.node_names` name, so ORT's derived
-kernel names start from the names the rest of the tool uses (this also lets ORT
-load models with duplicate node names, which it otherwise rejects).
+runs the model on deterministic random inputs with ORT's profiler on: ``warmup``
+runs back to back, then the ``runs`` measured runs in *rounds* (the runs of a
+round back to back, a short pause between rounds; ``runs`` is split by
+:func:`~placement.profiling.ort.robust.round_sizes`, e.g. 20 runs = 5 rounds of 4).
+The trace holds one ``model_run`` event per run; kernel events (``cat == "Node"``)
+are assigned to the run whose window starts last before them, and the warm-up runs
+are dropped. Per run, every kernel's time is split over original nodes (below).
+
+Statistic and spread
+--------------------
+A node's latency is the *median over rounds of its per-round minimum*
+(``median-of-round-minima``, :func:`~placement.profiling.ort.robust.robust_time`):
+the minimum rejects the slow runs background load adds inside a round, the median
+a whole slow round. ``kernel_total`` is defined as the sum of these per-node
+statistics, so the latencies sum to it exactly. A node's *spread* (``spread`` of the
+profile) is the relative interquartile range ``(p75 - p25) / p50`` of its per-round
+minima; ``metadata["total_spread"]`` is the same over the per-round totals of minima
+(``metadata["round_kernel_seconds"]``); definitions in
+:mod:`placement.profiling.ort.robust`. The median of the per-run kernel sums is
+still recorded as ``metadata["median_run_kernel_seconds"]``.
+
+``runs="auto"`` adds rounds of 4 runs until the median-of-round-minima of the
+per-run *wall* time (the kernel times are only known once the trace is read)
+changed by at most ``tolerance`` over the last 3 rounds, after at least 5 rounds
+(``metadata["stopped"] == "stable"``), or until ``time_budget`` seconds of warm-up
+and measured runs are spent (``"time budget"``; the round under way is finished),
+or until a cap on the run count that keeps ORT's trace small (``"run limit"``).
+
+Machine load and warnings
+-------------------------
+``metadata["machine_load"]`` holds ``os.getloadavg()`` (1 minute) before and after
+measuring, also divided by ``os.cpu_count()`` (``load_per_cpu_before/after``), and,
+on Linux when loading the model, preparing the session and running took at least
+0.25 s, ``busy_others_per_cpu``: the fraction of all CPUs kept busy by *other*
+processes meanwhile (``/proc/stat`` busy time, steal included, minus this process's
+CPU time). When the total's spread exceeds 5 %, or the machine was busy (others'
+share above 0.5; without that figure, a load average above 0.5 per CPU before
+measuring, which may include this process's own earlier work), one sentence is put
+in ``metadata["warnings"]``.
+
+Before ORT sees the model, every node gets its
+:func:`~placement.onnx_names.node_names` name, so ORT's derived kernel names start
+from the names the rest of the tool uses (this also lets ORT load models with
+duplicate node names, which it otherwise rejects).
 
 Caveat, measured with onnxruntime 1.31 on x86: the profiler costs ~9 µs of wall
 time per executed kernel, ~3-4 µs of which fall inside the kernel's own reported
@@ -27,7 +60,8 @@ Attribution
 Kernels of ORT's optimized graph are mapped back to the original nodes by the
 attribution rule (version ``ort-groups/1``) described and implemented in
 :mod:`placement.profiling.ort.attribution`; the trace is read by
-:mod:`placement.profiling.ort.trace`.
+:mod:`placement.profiling.ort.trace`. Attribution works per run, before any
+statistic is taken.
 """
 
 from __future__ import annotations
@@ -40,9 +74,10 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import onnx
@@ -54,6 +89,24 @@ from placement.onnxfile import node_names, read_onnx
 from placement.profiling.host import host_description
 from placement.profiling.host_profile import HostProfile
 from placement.profiling.ort.attribution import ATTRIBUTION_RULE_VERSION, attribute, tensor_shapes
+from placement.profiling.ort.robust import (
+    AUTO_MIN_ROUNDS,
+    AUTO_TIME_BUDGET,
+    AUTO_TOLERANCE,
+    AUTO_WINDOW,
+    ROUND_PAUSE_SECONDS,
+    RUNS_PER_ROUND,
+    SPREAD_DEFINITION,
+    STATISTIC,
+    group_rounds,
+    is_stable,
+    relative_spread,
+    robust_time,
+    round_minima,
+    round_sizes,
+    round_totals,
+    stability_warning,
+)
 from placement.profiling.ort.trace import (
     add_event_shapes,
     event_shares,
@@ -69,6 +122,11 @@ OPTIMIZATION_LEVELS = {
 }
 
 _MAX_PROTO_BYTES = 1_800_000_000  # below protobuf's 2 GiB limit for in-memory models
+# --runs auto: at most this many measured runs, and few enough that ORT's trace stays well
+# below its cap of a million events (an event per kernel and run, plus a few per run).
+_AUTO_MAX_RUNS = 400
+_TRACE_EVENT_BUDGET = 500_000
+_MIN_LOAD_WINDOW_SECONDS = 0.25  # shorter measurements: /proc/stat's 10 ms ticks are too coarse
 
 _NUMPY_TYPES: dict[str, Any] = {
     "tensor(float)": np.float32,
@@ -85,22 +143,96 @@ _NUMPY_TYPES: dict[str, Any] = {
     "tensor(bool)": np.bool_,
 }
 
+Runs = int | Literal["auto"]
+
 
 # --------------------------------------------------------------------------- public API
+
+
+@dataclass
+class Measurement:
+    """The raw result of one profiling session, before any statistic is taken."""
+
+    path: Path
+    model_sha256: str
+    names: list[str]  # original nodes, in graph order (node_names)
+    per_run: list[dict[str, float]]  # per measured run: seconds charged to each node
+    run_totals: list[float]  # per measured run: summed kernel seconds
+    wall: list[float]  # per measured run: wall seconds of session.run (profiler on)
+    sizes: list[int]  # runs per round, in order (sum = len(per_run))
+    charge: dict[str, dict[str, float]]  # profiled kernel -> {node: fraction}
+    notes: dict[str, str]  # attribution notes per node
+    settings: dict[str, Any]  # optimization, intra_op_threads, warmup, seed, runs requested
+    machine_load: dict[str, Any]
+    auto: dict[str, Any] | None  # --runs auto: its parameters and why it stopped
+
+    def node_rounds(self) -> dict[str, list[list[float]]]:
+        """Per node, its per-run seconds cut into the rounds they were measured in."""
+        return {
+            name: group_rounds([run[name] for run in self.per_run], self.sizes)
+            for name in self.names
+        }
 
 
 def profile_model(
     path: str | Path,
     *,
-    runs: int = 20,
+    runs: Runs = 20,
     warmup: int = 5,
     intra_op_threads: int = 1,
     optimization: str = "all",
     seed: int = 0,
+    tolerance: float = AUTO_TOLERANCE,
+    time_budget: float = AUTO_TIME_BUDGET,
+    round_pause: float = ROUND_PAUSE_SECONDS,
     progress: Callable[[int, int], None] | None = None,
 ) -> HostProfile:
-    """Measure every original node's host latency (median over ``runs``, in seconds)."""
+    """Measure every original node's host latency, in seconds (module docstring).
+
+    ``runs`` measured runs (or ``"auto"``: rounds until stable within ``tolerance``, or
+    ``time_budget`` seconds) after ``warmup`` runs, with ``round_pause`` seconds of sleep
+    between rounds; per node the median over rounds of the per-round minimum.
+    ``progress(done, total)`` is called after every measured run (with ``"auto"``,
+    ``total`` is the cap until the last call). The returned profile's
+    ``metadata["warnings"]`` holds a sentence when the measurement looks unreliable."""
+    return summarize_runs(
+        measure_runs(
+            path,
+            runs=runs,
+            warmup=warmup,
+            intra_op_threads=intra_op_threads,
+            optimization=optimization,
+            seed=seed,
+            tolerance=tolerance,
+            time_budget=time_budget,
+            round_pause=round_pause,
+            progress=progress,
+        )
+    )
+
+
+def measure_runs(
+    path: str | Path,
+    *,
+    runs: Runs = 20,
+    warmup: int = 5,
+    intra_op_threads: int = 1,
+    optimization: str = "all",
+    seed: int = 0,
+    tolerance: float = AUTO_TOLERANCE,
+    time_budget: float = AUTO_TIME_BUDGET,
+    round_pause: float = ROUND_PAUSE_SECONDS,
+    progress: Callable[[int, int], None] | None = None,
+) -> Measurement:
+    """Run and trace the model as :func:`profile_model` does; the per-run data, unreduced."""
     _check_options(runs, warmup, intra_op_threads, optimization, seed)
+    if runs == "auto":
+        _check_auto(tolerance, time_budget)
+    if isinstance(round_pause, bool) or not isinstance(round_pause, (int, float)):
+        raise PlacementError(f"round pause must be a number of seconds, got {round_pause!r}")
+    if not 0 <= round_pause <= 60:
+        raise PlacementError(f"round pause must be 0 to 60 seconds, got {round_pause!r}")
+    probe = _LoadProbe()  # from here to the last run: others' load while preparing and running
     path = Path(path)
     model = read_onnx(path)
     sha = file_sha256(path)
@@ -110,37 +242,71 @@ def profile_model(
     for node, name in zip(model.graph.node, names, strict=True):
         node.name = name  # ORT derives kernel names from these
     shapes = tensor_shapes(model)
-    events, optimized, wall = _profiled_runs(
-        model, path, runs, warmup, intra_op_threads, optimization, seed, progress
+    session = _ProfiledSession(model, path, intra_op_threads, optimization, seed, round_pause)
+    events, optimized, wall, sizes, auto, load = session.measure(
+        runs, warmup, tolerance, time_budget, probe, progress
     )
-    measured = split_runs(events, warmup, runs, path)
+    measured = split_runs(events, warmup, sum(sizes), path)
     add_event_shapes(shapes, optimized.graph, measured[0])
     attribution = attribute(model.graph, optimized.graph, shapes)
     charge = event_shares(attribution, measured)
     per_run, run_totals = per_node_times(names, charge, measured)
-
-    latencies = {name: statistics.median(run[name] for run in per_run) for name in names}
-    kernel_total = math.fsum(latencies.values())
-    metadata = _metadata(
-        optimization=optimization,
-        intra_op_threads=intra_op_threads,
-        runs=runs,
-        warmup=warmup,
-        seed=seed,
-        kernel_total=kernel_total,
+    return Measurement(
+        path=path,
+        model_sha256=sha,
+        names=names,
+        per_run=per_run,
         run_totals=run_totals,
         wall=wall,
+        sizes=sizes,
+        charge=charge,
+        notes=dict(attribution.notes),
+        settings={
+            "optimization": optimization,
+            "intra_op_threads": intra_op_threads,
+            "warmup": warmup,
+            "seed": seed,
+            "runs_requested": runs,
+            "round_pause_seconds": round_pause,
+        },
+        machine_load=load,
+        auto=auto,
+    )
+
+
+def summarize_runs(measurement: Measurement) -> HostProfile:
+    """The profile of a measurement: per node the median over rounds of the round minima."""
+    m = measurement
+    rounds = m.node_rounds()
+    latencies = {name: robust_time(rounds[name]) for name in m.names}
+    spread = {name: relative_spread(round_minima(rounds[name])) for name in m.names}
+    kernel_total = math.fsum(latencies.values())
+    totals = round_totals([rounds[name] for name in m.names])
+    total_spread = relative_spread(totals)
+    warning = stability_warning(
+        total_spread=total_spread,
+        rounds=len(m.sizes),
+        load_per_cpu_before=m.machine_load.get("load_per_cpu_before"),
+        busy_others_per_cpu=m.machine_load.get("busy_others_per_cpu"),
+    )
+    metadata = _metadata(
+        m,
+        kernel_total=kernel_total,
+        round_kernel_seconds=totals,
+        total_spread=total_spread,
+        warnings=[warning] if warning else [],
     )
     metadata["kernels"] = {
-        k: {n: round(f, 12) for n, f in shares.items()} for k, shares in charge.items()
+        k: {n: round(f, 12) for n, f in shares.items()} for k, shares in m.charge.items()
     }
     return HostProfile(
         latencies=latencies,
-        model_sha256=sha,
-        model_path=str(path),
+        model_sha256=m.model_sha256,
+        model_path=str(m.path),
         metadata=metadata,
         kernel_total=kernel_total,
-        notes=dict(attribution.notes),
+        notes=dict(m.notes),
+        spread=spread,
     )
 
 
@@ -155,6 +321,8 @@ def plain_inference_seconds(
 ) -> list[float]:
     """Wall-clock seconds of each of ``runs`` plain runs (no profiler), after ``warmup`` runs."""
     _check_options(runs, warmup, intra_op_threads, optimization, seed)
+    if runs == "auto":
+        raise PlacementError("runs must be an integer >= 1 for plain inference, got 'auto'")
     path = Path(path)
     model = read_onnx(path)
     with tempfile.TemporaryDirectory(prefix="placement-plain-") as tmp:
@@ -175,68 +343,234 @@ def plain_inference_seconds(
 # --------------------------------------------------------------------------- session
 
 
-def _profiled_runs(
-    model: onnx.ModelProto,
-    path: Path,
-    runs: int,
-    warmup: int,
-    threads: int,
-    optimization: str,
-    seed: int,
-    progress: Callable[[int, int], None] | None,
-) -> tuple[list[dict[str, Any]], onnx.ModelProto, list[float]]:
-    """Run with ORT's profiler on; return the trace, the optimized graph and run wall times."""
-    with tempfile.TemporaryDirectory(prefix="placement-profile-") as tmp:
-        options = _session_options(threads, optimization)
-        options.enable_profiling = True
-        options.profile_file_prefix = os.path.join(tmp, "ort_profile")
-        optimized_path = os.path.join(tmp, "optimized.onnx")
-        options.optimized_model_filepath = optimized_path
-        # Keep the saved graph small: only its structure is needed, not the weights.
-        options.add_session_config_entry(
-            "session.optimized_model_external_initializers_file_name", "optimized.data"
-        )
-        options.add_session_config_entry(
-            "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
-        )
-        session = _create_session(model, options, path, tmp)
-        feeds = _random_inputs(session, seed, path)
-        for _ in range(warmup):
-            _run(session, feeds, path)
-        wall: list[float] = []
-        for i in range(runs):
+class _ProfiledSession:
+    """One ORT session with the profiler on, measured in rounds (module docstring)."""
+
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        path: Path,
+        threads: int,
+        optimization: str,
+        seed: int,
+        pause: float,
+    ) -> None:
+        self.model, self.path = model, path
+        self.threads, self.optimization, self.seed = threads, optimization, seed
+        self.pause = pause
+        self.wall: list[float] = []
+        self.sizes: list[int] = []
+
+    def measure(
+        self,
+        runs: Runs,
+        warmup: int,
+        tolerance: float,
+        time_budget: float,
+        probe: _LoadProbe,
+        progress: Callable[[int, int], None] | None,
+    ) -> tuple[
+        list[dict[str, Any]],
+        onnx.ModelProto,
+        list[float],
+        list[int],
+        dict[str, Any] | None,
+        dict[str, Any],
+    ]:
+        """Run with ORT's profiler on: the trace, optimized graph, run wall times, round
+        sizes, the ``--runs auto`` record (or ``None``) and the machine load."""
+        path = self.path
+        with tempfile.TemporaryDirectory(prefix="placement-profile-") as tmp:
+            options = _session_options(self.threads, self.optimization)
+            options.enable_profiling = True
+            options.profile_file_prefix = os.path.join(tmp, "ort_profile")
+            optimized_path = os.path.join(tmp, "optimized.onnx")
+            options.optimized_model_filepath = optimized_path
+            # Keep the saved graph small: only its structure is needed, not the weights.
+            options.add_session_config_entry(
+                "session.optimized_model_external_initializers_file_name", "optimized.data"
+            )
+            options.add_session_config_entry(
+                "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+            )
+            session = _create_session(self.model, options, path, tmp)
+            try:  # saved while the session was created
+                optimized = onnx.load(optimized_path, load_external_data=False)
+            except (OSError, ValueError) as exc:
+                raise PlacementError(
+                    f"{path}: ONNX Runtime left no usable optimized graph ({exc})"
+                ) from None
+            feeds = _random_inputs(session, self.seed, path)
+            started = time.perf_counter()
+            for _ in range(warmup):
+                _run(session, feeds, path)
+            auto: dict[str, Any] | None = None
+            if runs == "auto":
+                limit = _auto_run_limit(len(optimized.graph.node), warmup)
+                auto = self._auto_rounds(
+                    session, feeds, limit, tolerance, time_budget, started, progress
+                )
+            else:
+                for size in round_sizes(runs):
+                    self._round(session, feeds, size, runs, progress)
+            load = probe.stop()
+            trace_file = session.end_profiling()
+            del session  # release ORT's handles before the directory goes
+            try:
+                with open(trace_file, encoding="utf-8") as fh:
+                    events = json.load(fh)
+            except (OSError, ValueError) as exc:
+                raise PlacementError(f"{path}: ONNX Runtime left no usable trace ({exc})") from None
+        return events, optimized, self.wall, self.sizes, auto, load
+
+    def _round(
+        self,
+        session: ort.InferenceSession,
+        feeds: dict[str, np.ndarray],
+        size: int,
+        total: int,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        """``size`` runs back to back, after a pause if a round came before."""
+        if self.sizes:
+            time.sleep(self.pause)
+        for _ in range(size):
             start = time.perf_counter()
-            _run(session, feeds, path)
-            wall.append(time.perf_counter() - start)
+            _run(session, feeds, self.path)
+            self.wall.append(time.perf_counter() - start)
             if progress is not None:
-                progress(i + 1, runs)
-        trace_file = session.end_profiling()
-        del session  # release ORT's handles before the directory goes
-        try:
-            with open(trace_file, encoding="utf-8") as fh:
-                events = json.load(fh)
-            optimized = onnx.load(optimized_path, load_external_data=False)
-        except (OSError, ValueError) as exc:
-            raise PlacementError(
-                f"{path}: ONNX Runtime left no usable trace or optimized graph ({exc})"
-            ) from None
-    return events, optimized, wall
+                progress(len(self.wall), total)
+        self.sizes.append(size)
+
+    def _auto_rounds(
+        self,
+        session: ort.InferenceSession,
+        feeds: dict[str, np.ndarray],
+        limit: int,
+        tolerance: float,
+        time_budget: float,
+        started: float,
+        progress: Callable[[int, int], None] | None,
+    ) -> dict[str, Any]:
+        """Rounds of RUNS_PER_ROUND runs until stable, out of time, or at ``limit`` runs."""
+        history: list[float] = []
+        while True:
+            self._round(session, feeds, RUNS_PER_ROUND, limit, progress)
+            history.append(robust_time(group_rounds(self.wall, self.sizes)))
+            if is_stable(history, tolerance):
+                stopped = "stable"
+            elif time.perf_counter() - started >= time_budget:
+                stopped = "time budget"
+            elif len(self.wall) + RUNS_PER_ROUND > limit:
+                stopped = "run limit"
+            else:
+                continue
+            break
+        if progress is not None and len(self.wall) != limit:
+            progress(len(self.wall), len(self.wall))  # the true total: ends the counter
+        return {
+            "tolerance": tolerance,
+            "time_budget_seconds": time_budget,
+            "min_rounds": AUTO_MIN_ROUNDS,
+            "window_rounds": AUTO_WINDOW,
+            "max_runs": limit,
+            "criterion": f"{STATISTIC} of the per-run wall time, after every round",
+            "wall_statistic_seconds": history,
+            "stopped": stopped,
+            "seconds": time.perf_counter() - started,
+        }
 
 
-def _check_options(runs: int, warmup: int, threads: int, optimization: str, seed: int) -> None:
+def _auto_run_limit(kernels: int, warmup: int) -> int:
+    """Most measured runs ``--runs auto`` may take: a whole number of rounds, at least one."""
+    per_run = 2 * max(1, kernels) + 4  # kernel events, generously, and the run's own events
+    fits = _TRACE_EVENT_BUDGET // per_run - warmup
+    runs = min(_AUTO_MAX_RUNS, fits)
+    return max(RUNS_PER_ROUND, runs - runs % RUNS_PER_ROUND)
+
+
+class _LoadProbe:
+    """The machine's load around a measurement: load averages and others' CPU use."""
+
+    def __init__(self) -> None:
+        self.cpus = os.cpu_count() or 1
+        self.loadavg = _loadavg()
+        self.cpu = _cpu_seconds()
+        self.own = time.process_time()
+        self.started = time.perf_counter()
+
+    def stop(self) -> dict[str, Any]:
+        """``machine_load`` of the profile metadata (module docstring)."""
+        seconds = time.perf_counter() - self.started
+        own = time.process_time() - self.own
+        after, cpu = _loadavg(), _cpu_seconds()
+        busy_others = None
+        if self.cpu is not None and cpu is not None and seconds >= _MIN_LOAD_WINDOW_SECONDS:
+            busy, total = cpu[0] - self.cpu[0], cpu[1] - self.cpu[1]
+            if total > 0:
+                busy_others = min(1.0, max(0.0, (busy - own) / total))
+        return {
+            "cpus": self.cpus,
+            "loadavg_before": self.loadavg,
+            "loadavg_after": after,
+            "load_per_cpu_before": None if self.loadavg is None else self.loadavg / self.cpus,
+            "load_per_cpu_after": None if after is None else after / self.cpus,
+            "busy_others_per_cpu": busy_others,
+            "measuring_seconds": seconds,
+        }
+
+
+def _loadavg() -> float | None:
+    """The 1-minute load average, if the system has one."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def _cpu_seconds() -> tuple[float, float] | None:
+    """Busy and total CPU seconds of all CPUs since boot (Linux ``/proc/stat``), or None."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = fh.readline().split()
+        ticks = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if len(fields) < 5 or fields[0] != "cpu":
+        return None
+    try:
+        # user nice system idle iowait irq softirq steal (guest time is inside user)
+        values = [int(v) for v in fields[1:9]]
+    except ValueError:
+        return None
+    total = sum(values)
+    idle = values[3] + (values[4] if len(values) > 4 else 0)
+    return (total - idle) / ticks, total / ticks
+
+
+def _check_options(runs: Runs, warmup: int, threads: int, optimization: str, seed: int) -> None:
     if optimization not in OPTIMIZATION_LEVELS:
         raise PlacementError(
             f"unknown optimization level {optimization!r}; "
             f"choose one of {', '.join(OPTIMIZATION_LEVELS)}"
         )
+    if runs != "auto" and (isinstance(runs, bool) or not isinstance(runs, int) or runs < 1):
+        raise PlacementError(f"runs must be an integer >= 1 or 'auto', got {runs!r}")
     for label, value, low in (
-        ("runs", runs, 1),
         ("warmup", warmup, 0),
         ("intra-op threads", threads, 1),
         ("seed", seed, 0),
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise PlacementError(f"{label} must be an integer >= {low}, got {value!r}")
+
+
+def _check_auto(tolerance: float, time_budget: float) -> None:
+    for label, value in (("tolerance", tolerance), ("time budget", time_budget)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise PlacementError(f"{label} must be a positive number, got {value!r}")
+        if not math.isfinite(value):
+            raise PlacementError(f"{label} must be finite, got {value!r}")
 
 
 def _session_options(threads: int, optimization: str) -> ort.SessionOptions:
@@ -329,37 +663,50 @@ def _random_inputs(session: ort.InferenceSession, seed: int, path: Path) -> dict
 
 
 def _metadata(
+    m: Measurement,
     *,
-    optimization: str,
-    intra_op_threads: int,
-    runs: int,
-    warmup: int,
-    seed: int,
     kernel_total: float,
-    run_totals: list[float],
-    wall: list[float],
+    round_kernel_seconds: list[float],
+    total_spread: float,
+    warnings: list[str],
 ) -> dict[str, Any]:
-    return {
+    settings = m.settings
+    metadata: dict[str, Any] = {
         "onnxruntime_version": ort.__version__,
         "onnx_version": onnx.__version__,
         "execution_provider": "CPUExecutionProvider",
         "execution_mode": "sequential",
-        "optimization": optimization,
-        "intra_op_threads": intra_op_threads,
+        "optimization": settings["optimization"],
+        "intra_op_threads": settings["intra_op_threads"],
         "inter_op_threads": 1,
-        "runs": runs,
-        "warmup": warmup,
-        "seed": seed,
-        "statistic": "median over runs per node; kernel_total = sum of node medians",
+        "runs": len(m.per_run),  # measured runs = sum of round_sizes
+        "runs_requested": settings["runs_requested"],  # an integer or "auto"
+        "warmup": settings["warmup"],
+        "seed": settings["seed"],
+        "rounds": len(m.sizes),
+        "runs_per_round": max(m.sizes),
+        "round_sizes": list(m.sizes),
+        "round_pause_seconds": settings["round_pause_seconds"],
+        # median over rounds of the per-round minimum, per node; kernel_total = their sum
+        "statistic": STATISTIC,
+        "spread_statistic": SPREAD_DEFINITION,
         **host_description(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "kernel_seconds": kernel_total,
-        "median_run_kernel_seconds": statistics.median(run_totals),
-        "run_kernel_seconds": run_totals,
+        "total_spread": total_spread,
+        "round_kernel_seconds": round_kernel_seconds,  # per round: sum of node minima
+        "median_run_kernel_seconds": statistics.median(m.run_totals),
+        "run_kernel_seconds": m.run_totals,
         # Wall time of a profiled run; compare with plain_inference_seconds for the overhead.
-        "median_run_wall_seconds": statistics.median(wall),
+        "median_run_wall_seconds": statistics.median(m.wall),
+        "machine_load": m.machine_load,
+        "warnings": warnings,
         "attribution_rule": ATTRIBUTION_RULE_VERSION,
     }
+    if m.auto is not None:
+        metadata["stopped"] = m.auto["stopped"]
+        metadata["auto"] = m.auto
+    return metadata
 
 
 def profile_host(model: Any, **options: Any) -> HostProfile:
