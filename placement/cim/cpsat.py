@@ -13,9 +13,9 @@ time) are re-timed by the earliest-start schedule on the ORIGINAL instance
 (:func:`placement.cim.schedule.asap_schedule`), which is feasible by construction, then
 checked by ``verify_cim``. The reported gap is between that makespan and the rounded
 bound, so rounding can only make the gap look larger (by at most about
-n_operators * u). The list-scheduling heuristic's schedule is CP-SAT's hint and its
-makespan the horizon; without a CP-SAT solution in time, the heuristic's schedule is
-reported.
+n_operators * u). The best start (the list-scheduling heuristic's schedule, the
+CPU-only one, or a given one) is CP-SAT's hint and its makespan the horizon; without a
+CP-SAT solution in time, that start is reported.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Sequence
 
 from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
-from placement.cim.schedule import CimSchedule, asap_schedule
+from placement.cim.schedule import CimSchedule, asap_schedule, best_start
 from placement.cim.verify import verify_cim
 from placement.errors import PlacementError
 from placement.models.cim.cpsat import build_interval_model
@@ -69,11 +70,14 @@ def solve_cpsat(
     *,
     heuristic: CimSchedule | None = None,
     use_bounds: bool = True,
+    starts: Sequence[tuple[str, CimSchedule]] = (),
 ) -> tuple[SolveResult, CimSchedule | None]:
     """Solve ``instance`` with CP-SAT's interval model; (result in seconds, schedule).
 
     Status OPTIMAL only when CP-SAT proved its optimum and the re-timed makespan is
     within ``options.rel_gap`` of the (rounded, valid) bound. The schedule is verified.
+    The hint (and the fallback) is the best of the heuristic's schedule, the CPU-only
+    one and ``starts`` (origin, schedule).
     """
     options.check()
     backend = get_backend("cpsat")
@@ -85,10 +89,12 @@ def solve_cpsat(
         tick = time.perf_counter()
         heuristic = heuristic_schedule(instance)
         heuristic_seconds = time.perf_counter() - tick
+    heuristic_makespan = heuristic.makespan
+    origin, start = best_start(instance, [("heuristic", heuristic), *starts])
     tick = time.perf_counter()
     unit = time_unit(instance)
     r = rounded_instance(instance, unit)
-    hint = asap_schedule(r, heuristic.on_host, heuristic.host_order)
+    hint = asap_schedule(r, start.on_host, start.host_order)
     st = structure(r, 1.0)
     names = [op.name for op in r.operators]
     data = {
@@ -117,7 +123,8 @@ def solve_cpsat(
     bound = None if raw.best_bound is None else max(raw.best_bound, 0.0) * unit
     recorded: dict[str, object] = {
         **options.recorded(), "time_unit": unit,
-        "heuristic_makespan": heuristic.makespan, "heuristic_seconds": heuristic_seconds,
+        "heuristic_makespan": heuristic_makespan, "heuristic_seconds": heuristic_seconds,
+        "start_from": origin, "start_makespan": start.makespan,
         "cpsat_status": cpsat_status,
         "worker_overhead_seconds": raw.options["worker_overhead_seconds"],
     }
@@ -127,9 +134,9 @@ def solve_cpsat(
     )
     check_outcome(result, backend, "CIM", "operator")
     words = f"CP-SAT: {cpsat_status}"
-    if model.solution is None:  # no solution in time: the heuristic's schedule
-        schedule = heuristic
-        message = f"{words}; heuristic schedule reported (CP-SAT had no solution)"
+    if model.solution is None:  # no solution in time: the start
+        schedule = start
+        message = f"{words}; {origin} schedule reported (CP-SAT had no solution)"
     else:
         values = model.solution
         on_host = {v: bool(values[f"host[{v}]"]) for v in names}
@@ -137,8 +144,8 @@ def solve_cpsat(
         timing = {v: (values[f"start[{v}]"], values[f"finish[{v}]"]) for v in names}
         order = sorted((v for v in names if on_host[v]), key=lambda v: (*timing[v], pos[v]))
         schedule = asap_schedule(instance, on_host, order)  # re-timed on the original data
-        if schedule.makespan > heuristic.makespan:  # rounding made it worse: keep the better
-            schedule = heuristic
+        if schedule.makespan > start.makespan:  # rounding made it worse: keep the better
+            schedule = start
         message = "" if cpsat_status == "OPTIMAL" else words
     verify_cim(instance, schedule, claimed_makespan=schedule.makespan).raise_if_failed()
     obj = schedule.makespan

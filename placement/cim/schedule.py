@@ -9,7 +9,8 @@ in seconds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,6 +142,50 @@ def asap_schedule(
     )
 
 
+def host_order_by_start(
+    instance: CimInstance, on_host: Mapping[str, bool], start: Mapping[str, float]
+) -> list[str]:
+    """Host operators by start time, as a linear extension of precedence.
+
+    Among host operators whose host ancestors are all placed, the earliest start goes
+    next (ties: instance order), so start-time ties within a solver's tolerance can
+    never produce an order that contradicts the graph. Kahn's algorithm in which
+    operators off the host are passed through as soon as they are ready.
+    """
+    graph = instance.graph
+    index = {op.name: i for i, op in enumerate(instance.operators)}
+    waiting = {v: graph.in_degree(v) for v in graph.nodes}
+    free = [v for v, n in waiting.items() if n == 0 and not on_host[v]]
+    host_ready = [(start[v], index[v], v) for v, n in waiting.items() if n == 0 and on_host[v]]
+    heapq.heapify(host_ready)
+    order: list[str] = []
+    while free or host_ready:
+        if free:
+            v = free.pop()
+        else:
+            v = heapq.heappop(host_ready)[2]
+            order.append(v)
+        for w in graph.successors(v):
+            waiting[w] -= 1
+            if waiting[w] == 0:
+                if on_host[w]:
+                    heapq.heappush(host_ready, (start[w], index[w], w))
+                else:
+                    free.append(w)
+    return order
+
+
+def retime(instance: CimInstance, schedule: CimSchedule) -> CimSchedule:
+    """The best timing of ``schedule``'s decisions: same devices, same host order (by
+    start time), every operator as early as precedence, transfers and the host allow.
+
+    Any valid timing of these decisions finishes no earlier, so the makespan never
+    grows; it is what an independent recomputation of the schedule gives.
+    """
+    order = host_order_by_start(instance, schedule.on_host, schedule.start)
+    return asap_schedule(instance, schedule.on_host, order)
+
+
 def all_host_schedule(instance: CimInstance) -> CimSchedule:
     """Every operator on the host in a topological order: makespan = CPU-only latency."""
     order = list(nx.lexicographical_topological_sort(instance.graph, key=_op_index(instance)))
@@ -151,3 +196,23 @@ def _op_index(instance: CimInstance):
     index = {op.name: i for i, op in enumerate(instance.operators)}
     return lambda v: f"{index[v]:09d}"
 
+
+def best_start(
+    instance: CimInstance, candidates: Sequence[tuple[str, CimSchedule]]
+) -> tuple[str, CimSchedule]:
+    """The fastest of the CPU-only schedule and ``candidates`` (origin, schedule), each
+    re-timed on ``instance``; a candidate that does not fit it (crossbar budget, an
+    operator the accelerator lacks) is passed over. Ties go to the earlier one."""
+    best = ("CPU-only", all_host_schedule(instance))
+    for origin, schedule in candidates:
+        if set(schedule.on_host) != set(instance.by_name):
+            continue  # another model's schedule
+        if schedule.crossbars_used(instance) > instance.crossbar_budget:
+            continue
+        try:
+            timed = retime(instance, schedule)
+        except PlacementError:  # an operator on CIM that this instance cannot offload
+            continue
+        if timed.makespan < best[1].makespan:
+            best = (origin, timed)
+    return best

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -36,7 +37,7 @@ import pyomo.environ as pyo
 from placement.cim.cpsat import solve_cpsat
 from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimInstance
-from placement.cim.schedule import CimSchedule
+from placement.cim.schedule import CimSchedule, best_start, retime
 from placement.cim.verify import Verification, verify_cim
 from placement.errors import PlacementError
 from placement.models.cim.build import (
@@ -60,6 +61,9 @@ FORMULATION_CHOICES: tuple[str, ...] = ("auto", *FORMULATIONS)
 #: where the heuristic alone costs about 0.5 s. Beyond it, ordering decisions
 #: dominate and the tightened model with a heuristic start and per-pair big-M wins.
 AUTO_MAX_PAIRS_FOR_BOUNDED = 200
+#: A solver's makespan may sit this much (relative) below the re-timed makespan of its
+#: decisions (feasibility tolerances on big-M rows); more is a solver error.
+_CLAIM_SLACK = 1e-4
 
 
 @dataclass
@@ -165,6 +169,7 @@ def solve(
     threads: int | None = None,
     warm_start: bool | None = None,
     tee: bool | list[TextIO] = False,
+    starts: Sequence[CimSchedule] = (),
 ) -> CimPlacement:
     """Optimal (or, with a time limit, best found) placement of ``instance``, verified.
 
@@ -177,6 +182,10 @@ def solve(
     list-scheduling heuristic first and give its schedule to the solver as a MIP
     start; a time-limited solve then never reports a placement worse than it.
     ``tee``: True streams the solver's log to stdout, or a list of streams.
+    ``starts``: feasible schedules (of this model, e.g. from a neighbouring point of a
+    sweep) to start from; each is re-timed on ``instance``. Every solve starts from the
+    best of them, the CPU-only schedule and the heuristic's (when it runs), and never
+    reports a placement worse than that start.
 
     The result's ``options`` record ``formulation``, ``heuristic_makespan`` and
     ``heuristic_seconds`` (when the heuristic ran) and ``start`` (HiGHS's verdict).
@@ -189,14 +198,16 @@ def solve(
     solver = resolve_solver(formulation, solver, warm_start)
     if model is not None and solver not in MIP_BACKENDS:
         raise PlacementError(f"a Pyomo model of your own needs a MIP solver, not {solver!r}")
+    given = [("given", s) for s in starts]
     if solver == "cpsat":
-        result, schedule = solve_cpsat(instance, options)
+        result, schedule = solve_cpsat(instance, options, starts=given)
     elif solver == "cpsat+highs":
-        result, schedule = _cpsat_then_highs(instance, options)
+        result, schedule = _cpsat_then_highs(instance, options, given)
     else:
         result, schedule = solve_mip(
-            instance, solver, formulation, options, model=model, warm_start=warm_start
-        )
+            instance, solver, formulation, options, model=model, warm_start=warm_start,
+            starts=given,
+        )  # fmt: skip
     verification = None
     if schedule is not None:
         verification = verify_cim(instance, schedule, claimed_makespan=result.objective)
@@ -212,87 +223,99 @@ def solve_mip(
     *,
     model: pyo.ConcreteModel | None = None,
     warm_start: bool | None = None,
-    start_schedule: CimSchedule | None = None,
+    starts: Sequence[tuple[str, CimSchedule]] = (),
 ) -> tuple[SolveResult, CimSchedule | None]:
     """The Pyomo ILP of ``formulation`` with a MIP backend; (result in seconds, schedule).
 
-    ``start_schedule`` (a feasible schedule, e.g. CP-SAT's) replaces the heuristic as
-    MIP start and as the upper bound of the per-pair big-M.
+    The solver always gets a start: the best of the CPU-only schedule, the heuristic's
+    (when it runs: ``warm_start``, default for "tightened") and ``starts`` (origin,
+    schedule; re-timed on this instance), which is also the upper bound of the per-pair
+    big-M. On our own model a result no better than that start reports the start.
+    The schedule read back is re-timed (:func:`placement.cim.schedule.retime`).
     """
     backend = get_backend(solver, mip=True)
     families = formulation_families(formulation)
     if warm_start is None:
         warm_start = formulation == "tightened"
-    start_from = start_schedule
-    heuristic_seconds = 0.0
-    if start_from is None and (warm_start or (model is None and "window_big_m" in families)):
+    heuristic, heuristic_seconds = None, 0.0
+    if warm_start or (model is None and "window_big_m" in families):
         tick = time.perf_counter()
-        start_from = heuristic_schedule(instance)
+        heuristic = heuristic_schedule(instance)
         heuristic_seconds = time.perf_counter() - tick
+    candidates = [("heuristic", heuristic)] if heuristic is not None else []
+    origin, start = best_start(instance, [*candidates, *starts])
     tick = time.perf_counter()
+    own_model = model is None
     if model is None:
-        upper = start_from.makespan if start_from is not None else None
-        model = build_cim_model(instance, families=families, upper_bound=upper)
-    use_start = start_from is not None and (warm_start or start_schedule is not None)
-    start = start_values(model, instance, start_from) if use_start and start_from else None
+        model = build_cim_model(instance, families=families, upper_bound=start.makespan)
+    values = start_values(model, instance, start)
     build_seconds = time.perf_counter() - tick
-    extra: dict[str, object] = {"formulation": formulation}
-    if start_from is not None:
-        extra["heuristic_makespan"] = start_from.makespan
+    extra: dict[str, object] = {
+        "formulation": formulation, "start_from": origin, "start_makespan": start.makespan,
+    }  # fmt: skip
+    if heuristic is not None:
+        extra["heuristic_makespan"] = heuristic.makespan
         extra["heuristic_seconds"] = heuristic_seconds
     result = solve_in_seconds(
-        model, backend, options, what="CIM", item="operator", start=start,
+        model, backend, options, what="CIM", item="operator", start=values,
         build_seconds=build_seconds, extra=extra,
     )  # fmt: skip
-    if use_start and start_from is not None and result.status != SolveStatus.OPTIMAL:
-        if result.objective is None or result.objective > start_from.makespan:
-            return _start_reported(result, start_from, backend.label), start_from
-    if not result.status.has_solution:
+    schedule = None
+    if result.status.has_solution:
+        schedule = CimSchedule(**extract_schedule(model, instance)._asdict())
+        try:
+            schedule = retime(instance, schedule)
+        except PlacementError:
+            pass  # decisions no timing can make valid: the verifier names what is wrong
+    if own_model and result.status != SolveStatus.OPTIMAL:
+        if schedule is None or schedule.makespan > start.makespan:
+            return _reported(result, start, options.rel_gap,
+                             f"{origin} schedule reported ({backend.label} had no better"
+                             " incumbent)"), start  # fmt: skip
+    if schedule is None:
         return result, None
-    schedule = CimSchedule(**extract_schedule(model, instance)._asdict())
-    return _tighten_incumbent(result, schedule), schedule
+    return _reported(result, schedule, options.rel_gap), schedule
 
 
-def _start_reported(result: SolveResult, start: CimSchedule, label: str) -> SolveResult:
-    """The solver stopped without an incumbent as good as its start: report the start."""
-    objective = start.makespan
+def _reported(
+    result: SolveResult, schedule: CimSchedule, rel_gap: float, note: str = ""
+) -> SolveResult:
+    """``result`` for the (re-timed) ``schedule``: its makespan, the gap to the solver's
+    bound recomputed from it, OPTIMAL when that gap proves it; ``note`` added."""
+    makespan = schedule.makespan
+    claimed = result.objective
+    if not note and claimed is not None and makespan > claimed * (1 + _CLAIM_SLACK) + 1e-12:
+        # An incumbent's value below what its own decisions achieve: a solver bug.
+        raise PlacementError(
+            f"verification failed: {result.solver} reported a makespan of {claimed:.9g} s, but"
+            f" its decisions take {makespan:.9g} s at best (recomputed)"
+        )
     bound = result.best_bound
     gap = None
-    if bound is not None and objective > 0:
-        gap = max(objective - bound, 0.0) / objective
-    note = f"heuristic schedule reported ({label} had no better incumbent)"
-    message = f"{result.message}; {note}" if result.message else note
-    return dataclasses.replace(
-        result, status=SolveStatus.TIME_LIMIT, objective=objective, gap=gap, message=message
-    )
-
-
-def _tighten_incumbent(result: SolveResult, schedule: CimSchedule) -> SolveResult:
-    """An incumbent's T may exceed its latest finish (Eq. 6 only bounds T from below).
-
-    The latest finish is then the schedule's true makespan: report it, with the gap
-    to the same bound. Never happens at a proven optimum with gap 0.
-    """
-    latest = max(schedule.finish.values())
-    assert result.objective is not None
-    if latest >= result.objective * (1 - 1e-9):
-        return result
-    schedule.makespan = latest
-    gap = None
-    if result.best_bound is not None and latest > 0:
-        gap = max(latest - result.best_bound, 0.0) / latest
-    note = f"incumbent T lowered to its latest finish {latest:.9g} s"
-    message = f"{result.message}; {note}" if result.message else note
-    return dataclasses.replace(result, objective=latest, gap=gap, message=message)
+    if bound is not None:
+        gap = max(makespan - bound, 0.0) / makespan if makespan > 0 else 0.0
+    status = result.status
+    notes = [note] if note else []
+    if status != SolveStatus.OPTIMAL:
+        status = SolveStatus.TIME_LIMIT
+        if gap is not None and gap <= rel_gap:
+            status = SolveStatus.OPTIMAL
+            notes.append(f"proven by the bound: gap {gap:.3g} <= {rel_gap:g}")
+    if claimed is not None and not note and abs(claimed - makespan) > 1e-6 * makespan:
+        notes.append(f"re-timed makespan {makespan:.9g} s (solver's {claimed:.9g} s)")
+    message = "; ".join(m for m in (result.message, *notes) if m)
+    return dataclasses.replace(result, status=status, objective=makespan, gap=gap,
+                               message=message)  # fmt: skip
 
 
 def _cpsat_then_highs(
-    instance: CimInstance, options: SolveOptions
+    instance: CimInstance, options: SolveOptions, starts: Sequence[tuple[str, CimSchedule]]
 ) -> tuple[SolveResult, CimSchedule | None]:
     """CP-SAT for half the limit; if not proven, HiGHS (tightened) from its incumbent."""
     tick = time.perf_counter()
     half = None if options.time_limit is None else options.time_limit / 2
-    r1, first = solve_cpsat(instance, dataclasses.replace(options, time_limit=half))
+    r1, first = solve_cpsat(instance, dataclasses.replace(options, time_limit=half),
+                            starts=starts)
     heur_s = r1.options.get("heuristic_seconds", 0.0)
     if r1.status == SolveStatus.OPTIMAL or first is None:
         return dataclasses.replace(r1, solver="cpsat+highs"), first
@@ -302,7 +325,7 @@ def _cpsat_then_highs(
     try:
         r2, sched = solve_mip(instance, "highs", "tightened",
                               dataclasses.replace(options, time_limit=left),
-                              start_schedule=first)
+                              starts=[("CP-SAT", first)])
     except SolverError as exc:  # HiGHS failed; CP-SAT's verified schedule stands
         r2, sched = exc.result, None
     if sched is None:

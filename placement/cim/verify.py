@@ -17,10 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
-
 from placement.cim.instance import CimInstance
-from placement.cim.schedule import CimSchedule, asap_schedule
+from placement.cim.schedule import CimSchedule, asap_schedule, host_order_by_start
 from placement.errors import PlacementError, raise_violations
 
 _ABS_SLACK = 1e-12  # seconds
@@ -159,7 +157,7 @@ def verify_cim(
     recomputed = math.nan
     if all(on_host[v] or ops[v].supported for v in names):
         try:
-            asap = asap_schedule(instance, on_host, _host_order(instance, on_host, start))
+            asap = asap_schedule(instance, on_host, host_order_by_start(instance, on_host, start))
             recomputed = asap.makespan
         except PlacementError as exc:  # pragma: no cover - order is built consistent
             bad.append(f"cannot recompute the makespan: {exc}")
@@ -171,26 +169,3 @@ def verify_cim(
             )
     return Verification(ok=not bad, violations=bad, recomputed_makespan=recomputed)
 
-
-def _host_order(
-    instance: CimInstance, on_host: dict[str, bool], start: dict[str, float]
-) -> list[str]:
-    """Host operators by start time, as a linear extension of precedence.
-
-    Among host operators whose host ancestors are all placed, the earliest
-    start goes next, so start-time ties within tolerance can never produce an
-    order that contradicts the graph.
-    """
-    graph = instance.graph
-    index = {op.name: i for i, op in enumerate(instance.operators)}
-    host = [v for v in graph.nodes if on_host[v]]
-    host_set = set(host)
-    blockers = {v: {a for a in nx.ancestors(graph, v) if a in host_set} for v in host}
-    placed: set[str] = set()
-    order: list[str] = []
-    while len(order) < len(host):
-        ready = [v for v in host if v not in placed and blockers[v] <= placed]
-        nxt = min(ready, key=lambda v: (start[v], index[v]))
-        order.append(nxt)
-        placed.add(nxt)
-    return order

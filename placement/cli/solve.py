@@ -34,6 +34,7 @@ DEFAULT_COPY = "upper_bound"  # the paper's Eq. 8; "exact" is this project's ref
 COPY_CHOICES = ("upper_bound", "exact")
 GRANULARITY_CHOICES = ("loop", "operator")
 SOLVER_CHOICES = ("auto", "highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi")
+FORMULATION_CHOICES = ("auto", "faithful", "bounded", "tightened")
 PIM_SOLVERS = ("highs", "scip", "cbc", "gurobi")  # MIP backends; "auto" is HiGHS
 # Options that only mean something for one target (defaults are applied by the handler,
 # so that their use with the other target can be detected and refused).
@@ -79,7 +80,7 @@ def register(sub: Any) -> None:
     )
     sol.add_argument(
         "--formulation",
-        choices=["auto", "faithful", "bounded", "tightened"],
+        choices=list(FORMULATION_CHOICES),
         default="auto",
         help="CIM model: the paper's Eqs. 5-14 ('faithful'), plus valid bounds ('bounded'),"
         " or plus per-pair big-M from a heuristic schedule ('tightened'); all have the same"

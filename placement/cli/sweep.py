@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from placement.cli.common import info, measure_host, measure_nests, profiling_options
+from placement.cli.solve import FORMULATION_CHOICES, SOLVER_CHOICES
 from placement.errors import PlacementError
 
 # Convenience flags -> grid keys (file units); every key is also reachable with --set.
@@ -114,14 +115,26 @@ def register(subparsers: Any) -> None:
         help="saved (nest) profile, repeatable; matched to its model by SHA-256",
     )
     profiling_options(prof)
-    sol = p.add_argument_group("solver (HiGHS, per point)")
+    sol = p.add_argument_group("solver (per point)")
     sol.add_argument("--time-limit", type=float, default=600.0, help="seconds (default 600)")
     sol.add_argument("--gap", type=float, default=1e-4, help="relative MIP gap (default 1e-4)")
     sol.add_argument(
         "--solver-threads",
         type=int,
         default=1,
-        help="HiGHS threads per point (default 1: results independent of the worker count)",
+        help="solver threads per point (default 1: results independent of the worker count)",
+    )
+    sol.add_argument(
+        "--formulation",
+        choices=list(FORMULATION_CHOICES),
+        default="auto",
+        help="CIM model, as for 'placement solve' (default auto)",
+    )
+    sol.add_argument(
+        "--solver",
+        choices=list(SOLVER_CHOICES),
+        default="auto",
+        help="CIM solver, as for 'placement solve' (default auto; PIM always uses HiGHS)",
     )
     ex = p.add_argument_group("execution")
     ex.add_argument(
@@ -195,6 +208,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         threads=args.solver_threads,
         copy=args.copy or "upper_bound",
         granularity=args.granularity or "loop",
+        formulation=args.formulation,
+        solver=args.solver,
     )
     workers = _default_workers() if args.workers is None else args.workers
     if args.runs < 1 or args.warmup < 0:

@@ -14,20 +14,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from placement.plots.common import (
     ACCEL_COLOR,
     HOST_COLOR,
+    UNPROVEN_LABEL,
     PlotDataError,
     Row,
+    mark_unproven,
     model_label,
     new_figure,
     num,
     others_label,
+    placement_title,
     require_columns,
     speedup_axis,
     swept_params,
     time_unit,
+    unproven,
     varying,
 )
 
@@ -59,11 +64,13 @@ def speedup_vs_crossbars(rows: Sequence[Row], model: str | None = None) -> Figur
     for ax, host in zip(axes, hosts, strict=True):
         mine = [r for r in rows if str(r.get("hardware", "?")) == host]
         series: dict[tuple[float, str], list[tuple[float, float]]] = {}
+        plotted: list[tuple[float, float, Row]] = []
         for r in mine:
             x, t, s = num(r, "crossbars"), num(r, "t_mvm_ns"), num(r, "speedup")
             if x is None or t is None or s is None:
                 continue
             series.setdefault((t, others_label(r, others)), []).append((x, s))
+            plotted.append((x, s, r))
         for k, ((t, extra), pts) in enumerate(sorted(series.items())):
             pts.sort()
             label = f"MVM {_fmt_value('t_mvm_ns', t)}" + (f" ({extra})" if extra else "")
@@ -74,6 +81,7 @@ def speedup_vs_crossbars(rows: Sequence[Row], model: str | None = None) -> Figur
                 marker=_MARKERS[k % len(_MARKERS)], linestyle=_DASHES[k % len(_DASHES)],
                 markersize=7 - (k % 3), markerfacecolor="none" if k % 2 else None,
             )  # fmt: skip
+        mark_unproven(ax, plotted)
         xs = sorted({x for r in mine if (x := num(r, "crossbars")) is not None})
         if xs:
             ax.set_xscale("log")
@@ -85,7 +93,7 @@ def speedup_vs_crossbars(rows: Sequence[Row], model: str | None = None) -> Figur
         if series:
             ax.legend(title="MVM latency", fontsize="small")
     axes[0].set_ylabel("speed-up over CPU-only (x)")
-    fig.suptitle(f"{model_label(rows[0].get('model'))}: optimal placement speed-up")
+    fig.suptitle(f"{model_label(rows[0].get('model'))}: {placement_title(rows)} speed-up")
     return fig
 
 
@@ -120,27 +128,37 @@ def speedup_per_network(rows: Sequence[Row], t_mvm_ns: float) -> Figure:
     colors = [f"C{i}" for i in range(len(budgets))]
     for ax, host in zip(axes, hosts, strict=True):
         for j, c in enumerate(budgets):
-            heights = []
+            heights, open_ = [], []
             for m in models:
                 vals = [
-                    s
+                    (s, r)
                     for r in rows
                     if str(r.get("hardware", "?")) == host and str(r.get("model")) == m
                     and num(r, "crossbars") == c and (s := num(r, "speedup")) is not None
                 ]  # fmt: skip
                 # several values only when another parameter varies: show the best (noted)
-                heights.append(max(vals) if vals else float("nan"))
+                best = max(vals, key=lambda v: v[0]) if vals else None
+                heights.append(best[0] if best else float("nan"))
+                open_.append(best is not None and unproven(best[1]))
             xs = [i + (j - (len(budgets) - 1) / 2) * width for i in range(len(models))]
-            ax.bar(xs, heights, width, label=f"{c:g}", color=colors[j])
+            bars = ax.bar(xs, heights, width, label=f"{c:g}", color=colors[j])
+            for bar, is_open in zip(bars, open_, strict=True):
+                if is_open:  # not proven optimal: hatched
+                    bar.set_hatch("//")
+                    bar.set_edgecolor("red")
         ax.set_xticks(range(len(models)), [model_label(m) for m in models])
         ax.set_title(host)
         ax.set_xlabel("network")
         speedup_axis(ax)
     axes[0].set_ylabel("speed-up over CPU-only (x)")
     handles, labels = axes[0].get_legend_handles_labels()
+    if any(unproven(r) for r in rows):
+        handles.append(Patch(facecolor="white", edgecolor="red", hatch="//"))
+        labels.append(UNPROVEN_LABEL.replace(", gap", ""))
     fig.legend(handles, labels, loc="outside right upper", title="crossbars", fontsize="small")
     note = f" (best over {', '.join(others)})" if others else ""
-    fig.suptitle(f"Optimal placement speed-up at {t_mvm_ns:g} ns MVM latency{note}")
+    title = placement_title(rows)
+    fig.suptitle(f"{title[0].upper()}{title[1:]} speed-up at {t_mvm_ns:g} ns MVM latency{note}")
     return fig
 
 
@@ -183,6 +201,11 @@ def device_share(items: Sequence[Row], model: str | None = None) -> Figure:
         cim_h = [b.cim_s * scale for b in mine]
         hb = ax.bar(xs, host_h, 0.7, color=HOST_COLOR, label="CPU (host)")
         cb = ax.bar(xs, cim_h, 0.7, bottom=host_h, color=ACCEL_COLOR, label="CIM")
+        for patch_h, patch_c, b in zip(hb, cb, mine, strict=True):
+            if b.unproven:  # not proven optimal: hatched, with its gap above
+                for patch in (patch_h, patch_c):
+                    patch.set_hatch("//")
+                    patch.set_edgecolor("red")
         ax.bar_label(hb, [str(b.n_host) for b in mine], label_type="center", color="white",
                      fontsize="small")  # fmt: skip
         ax.bar_label(cb, [str(b.n_cim) if b.n_cim else "" for b in mine], label_type="center",
@@ -198,9 +221,13 @@ def device_share(items: Sequence[Row], model: str | None = None) -> Figure:
     axes[0].set_ylabel(f"busy time per device ({unit})")
     handles, labels = axes[0].get_legend_handles_labels()
     # outside the panels: tall bars would hide under a legend drawn inside
+    if any(b.unproven for b in bars):
+        handles.append(Patch(facecolor="white", edgecolor="red", hatch="//"))
+        labels.append(UNPROVEN_LABEL.replace(", gap", ""))
     fig.legend(handles, labels, loc="outside right upper", fontsize="small",
                title="bar values:\noperators per device")  # fmt: skip
-    fig.suptitle(f"{model_label(want)}: latency per device after optimal placement")
+    title = placement_title([b.row for b in bars])
+    fig.suptitle(f"{model_label(want)}: latency per device after the {title}")
     return fig
 
 
@@ -215,6 +242,11 @@ class _ShareBar:
     n_host: int
     n_cim: int
     makespan: float | None
+    row: Row  # the sweep row or document: its status
+
+    @property
+    def unproven(self) -> bool:
+        return unproven(self.row)
 
 
 def _share(item: Row) -> _ShareBar | None:
@@ -233,7 +265,7 @@ def _share(item: Row) -> _ShareBar | None:
         label = str(item.get("label") or doc.get("instance", {}).get("crossbar_budget", "?"))
         return _ShareBar(
             str(item.get("model", "")), str(item.get("hardware", "")), label, (label,),
-            busy(host), busy(cim), len(host), len(cim), num(doc, "makespan"),
+            busy(host), busy(cim), len(host), len(cim), num(doc, "makespan"), doc,
         )  # fmt: skip
     h, a = num(item, "host_busy_s"), num(item, "accel_busy_s")
     n, k = num(item, "n_operators"), num(item, "n_offloaded")
@@ -245,4 +277,5 @@ def _share(item: Row) -> _ShareBar | None:
     return _ShareBar(
         str(item.get("model")), str(item.get("hardware", "?")), str(label),
         (t or 0.0, c or 0.0, str(label)), h, a, int(n - k), int(k), num(item, "objective_s"),
+        item,
     )  # fmt: skip

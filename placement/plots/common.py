@@ -37,6 +37,58 @@ class PlotDataError(PlacementError):
     """The data given cannot produce this figure (the message says what is missing)."""
 
 
+# --------------------------------------------------------------------------- proven or not
+
+#: Legend entry of the marks on points that were not proven optimal.
+UNPROVEN_LABEL = "not proven optimal (best found, gap)"
+
+
+def status_of(row: Row) -> str | None:
+    """A point's solver status: the row's ``status``, or a document's ``result.status``."""
+    status = row.get("status")
+    if status is None and isinstance(row.get("result"), Mapping):
+        status = row["result"].get("status")
+    if status is None and isinstance(row.get("schedule"), Mapping):
+        return status_of(row["schedule"])
+    return None if status is None else str(status)
+
+
+def unproven(row: Row) -> bool:
+    """True for a point with a solution that was not proven optimal (a time limit)."""
+    status = status_of(row)
+    return status is not None and status != "optimal"
+
+
+def gap_text(row: Row) -> str:
+    """The point's relative gap in %, e.g. "gap 1.2%" ("gap ?" when unknown)."""
+    gap = num(row, "gap")
+    if gap is None and isinstance(row.get("result"), Mapping):
+        gap = num(row["result"], "gap")
+    return "gap ?" if gap is None else f"gap {100 * gap:.2g}%"
+
+
+def placement_title(rows: Sequence[Row], what: str = "placement") -> str:
+    """"optimal placement" when every point was proven optimal, else "best placement found
+    (k of n proven optimal)": a figure never says optimal for what was not proven."""
+    known = [r for r in rows if status_of(r) is not None]
+    proven = sum(1 for r in known if not unproven(r))
+    if proven == len(known):
+        return f"optimal {what}"
+    return f"best {what} found ({proven} of {len(known)} points proven optimal)"
+
+
+def mark_unproven(ax: Any, points: Sequence[tuple[float, float, Row]]) -> None:
+    """A red cross and the gap on each (x, y) whose row was not proven optimal."""
+    marked = [(x, y, r) for x, y, r in points if unproven(r)]
+    if not marked:
+        return
+    ax.scatter([p[0] for p in marked], [p[1] for p in marked], marker="x", s=60,
+               color="red", zorder=5, label=UNPROVEN_LABEL)  # fmt: skip
+    for x, y, r in marked:
+        ax.annotate(gap_text(r), (x, y), textcoords="offset points", xytext=(4, 4),
+                    fontsize="x-small", color="red")  # fmt: skip
+
+
 # --------------------------------------------------------------------------- row helpers
 
 

@@ -23,10 +23,13 @@ from placement.nests import LoopNest
 from placement.plots.common import (
     ACCEL_COLOR,
     HOST_COLOR,
+    UNPROVEN_LABEL,
     PlotDataError,
+    gap_text,
     new_figure,
     num,
     time_unit,
+    unproven,
 )
 from placement.plots.pim import pim_result, placement_part
 
@@ -171,6 +174,8 @@ def cim_gantt(
     sub = f"makespan {makespan * scale:.4g} {unit}"
     if cpu_only:
         sub += f", CPU-only {cpu_only * scale:.4g} {unit} ({cpu_only / makespan:.2f}x)"
+    if unproven(placement_json):
+        sub += f"\n{UNPROVEN_LABEL.replace('gap', gap_text(placement_json))}"
     ax.set_title(f"{title or 'CIM placement schedule'}: {sub}")
     return fig
 
@@ -279,6 +284,8 @@ def pim_gantt(
     sub = f"T_hybrid {total * scale:.4g} {unit}"
     if cpu_only:
         sub += f", CPU-only {cpu_only * scale:.4g} {unit} ({cpu_only / total:.2f}x)"
+    if unproven(placement):
+        sub += f"\n{UNPROVEN_LABEL.replace('gap', gap_text(placement))}"
     ax.set_title(f"{title or 'PIM placement'}: {sub}")
     return fig
 

@@ -17,10 +17,12 @@ from matplotlib.figure import Figure
 from placement.plots.common import (
     PlotDataError,
     Row,
+    mark_unproven,
     model_label,
     new_figure,
     num,
     others_label,
+    placement_title,
     require_columns,
     speedup_axis,
     swept_params,
@@ -41,6 +43,7 @@ def pim_speedup_vs_cores(rows: Sequence[Row]) -> Figure:
     axes = fig.subplots(1, len(hosts), squeeze=False, sharey=True)[0]
     for ax, host in zip(axes, hosts, strict=True):
         series: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        plotted: list[tuple[float, float, Row]] = []
         for r in rows:
             if str(r.get("hardware", "?")) != host:
                 continue
@@ -48,10 +51,12 @@ def pim_speedup_vs_cores(rows: Sequence[Row]) -> Figure:
             if x is not None and s is not None:
                 key = (model_label(r.get("model")), others_label(r, others))
                 series.setdefault(key, []).append((x, s))
+                plotted.append((x, s, r))
         for (m, extra), pts in series.items():
             pts.sort()
             label = m + (f" ({extra})" if extra else "")
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        mark_unproven(ax, plotted)
         xs = sorted({x for r in rows if (x := num(r, "cores")) is not None})
         ax.set_xscale("log", base=2)
         ax.set_xticks(xs, [f"{x:g}" for x in xs])
@@ -62,7 +67,8 @@ def pim_speedup_vs_cores(rows: Sequence[Row]) -> Figure:
     axes[0].set_ylabel("speed-up over CPU-only (x)")
     axes[-1].legend(title="workload", fontsize="small", loc="upper left",
                     bbox_to_anchor=(1.02, 1.0))  # fmt: skip
-    fig.suptitle("Optimal host/PIM placement speed-up across PIM core counts")
+    title = placement_title(rows, "host/PIM placement")
+    fig.suptitle(f"{title[0].upper()}{title[1:]}: speed-up across PIM core counts")
     return fig
 
 

@@ -12,8 +12,8 @@ Process isolation: OR-Tools' ``libortools.so`` exports its own (older) HiGHS sym
 and highspy's extension binds to whichever HiGHS is loaded first: importing ``ortools``
 and ``highspy`` in one process breaks one of them ("undefined symbol", measured with
 ortools 9.15 and highspy 1.15.1). CP-SAT therefore always runs in a separate
-``spawn``ed worker process (kept for reuse); this module never imports ``ortools`` in
-the caller's process.
+worker interpreter (a subprocess kept for reuse; :class:`_Worker`); this module never
+imports ``ortools`` in the caller's process.
 
 Statuses: OPTIMAL -> OPTIMAL, FEASIBLE -> TIME_LIMIT, UNKNOWN -> TIME_LIMIT_NO_SOLUTION
 (with CP-SAT's bound), INFEASIBLE -> INFEASIBLE, anything else (MODEL_INVALID) -> ERROR
@@ -25,11 +25,12 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import math
-import multiprocessing
+import os
+import pickle
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,8 +86,8 @@ class CpSatBackend(BackendBase):
                   "rel_gap": options.rel_gap}
         tick = time.perf_counter()
         try:
-            out = _executor().submit(_solve_in_worker, model.builder, model.data, params).result()
-        except BrokenProcessPool as exc:
+            out = _worker().run(model.builder, model.data, params)
+        except WorkerDied as exc:
             shutdown()
             raise PlacementError(f"the CP-SAT worker process died: {exc}") from None
         wall = time.perf_counter() - tick
@@ -121,25 +122,91 @@ class CpSatBackend(BackendBase):
 
 # --- the worker process -----------------------------------------------------------------
 
-_EXECUTOR: ProcessPoolExecutor | None = None
+class WorkerDied(Exception):
+    """The worker process ended (killed, crashed) before answering."""
 
 
-def _executor() -> ProcessPoolExecutor:
-    """One reusable spawned worker: a fresh interpreter that never loads highspy."""
-    global _EXECUTOR
-    if _EXECUTOR is None:
-        _EXECUTOR = ProcessPoolExecutor(max_workers=1,
-                                        mp_context=multiprocessing.get_context("spawn"))
+class _Worker:
+    """A child interpreter (``subprocess``, not ``multiprocessing``) that solves the CP-SAT
+    models it reads, pickled, from its stdin and answers on its stdout.
+
+    A plain subprocess can be started from anywhere, including daemonic processes such as
+    Dask's workers, which ``multiprocessing`` forbids to have children; it exits as soon
+    as its stdin closes, so it never outlives the process that started it.
+    """
+
+    def __init__(self) -> None:
+        code = "from placement.solvers.cpsat import serve; serve()"
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+
+    def run(self, builder: Builder, data: Any, params: dict[str, Any]) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            pickle.dump((builder, data, params), self.process.stdin)
+            self.process.stdin.flush()
+            ok, value = pickle.load(self.process.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError) as exc:
+            code = self.process.poll()
+            raise WorkerDied(f"exit code {code} ({exc or 'no answer'})") from None
+        if not ok:
+            raise value  # the worker's own exception, as if raised here
+        return value
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()  # the worker exits at end of input
+            self.process.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+
+
+def serve() -> None:
+    """The worker's loop (in the child): solve each (builder, data, params) read from stdin
+    and write (ok, result or exception) to stdout, until stdin ends."""
+    # Answers go to a private copy of fd 1; fd 1 itself now points at stderr, so nothing
+    # printed by Python or by OR-Tools' C++ can corrupt them.
+    stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    while True:
+        try:
+            task = pickle.load(stdin)
+        except (EOFError, KeyboardInterrupt):
+            return
+        try:
+            answer: tuple[bool, Any] = (True, _solve_in_worker(*task))
+        except KeyboardInterrupt:
+            return
+        except Exception as exc:  # noqa: BLE001 -- sent back and raised by the caller
+            answer = (False, exc)
+        pickle.dump(answer, stdout)
+        stdout.flush()
+
+
+_WORKER: _Worker | None = None
+
+
+def _worker() -> _Worker:
+    """The reusable worker, started on first use."""
+    global _WORKER
+    if _WORKER is None or not _WORKER.alive():
+        _WORKER = _Worker()
         atexit.register(shutdown)
-    return _EXECUTOR
+    return _WORKER
 
 
 def shutdown() -> None:
     """Stop the worker (it is started again on the next solve)."""
-    global _EXECUTOR
-    if _EXECUTOR is not None:
-        _EXECUTOR.shutdown(wait=False, cancel_futures=True)
-        _EXECUTOR = None
+    global _WORKER
+    if _WORKER is not None:
+        worker, _WORKER = _WORKER, None
+        worker.stop()
 
 
 def _solve_in_worker(builder: Builder, data: Any, params: dict[str, Any]) -> dict[str, Any]:

@@ -123,13 +123,15 @@ def plan_points(
 
 @dataclass(frozen=True)
 class SolverOptions:
-    """How every point is solved (HiGHS settings; copy/granularity are PIM only)."""
+    """How every point is solved (copy/granularity are PIM only, formulation/solver CIM)."""
 
     time_limit: float = 600.0  # seconds per point
     rel_gap: float = 1e-4
     threads: int = 1  # HiGHS threads per point: 1 keeps results independent of the executor
     copy: str = "upper_bound"  # PIM only
     granularity: str = "loop"  # PIM only
+    formulation: str = "auto"  # CIM only: as ``placement solve --formulation``
+    solver: str = "auto"  # CIM only: as ``placement solve --solver``
 
     def to_json(self, target: str) -> dict[str, Any]:
         """The options ``target`` uses, as recorded in the manifest."""
@@ -146,6 +148,7 @@ class PointTask:
     options: SolverOptions
     context: dict[str, Any]  # model path/sha256 and hardware JSON for the schedule document
     error: str | None = None
+    starts: tuple[dict[str, Any], ...] = ()  # schedule documents of solved neighbours
 
 
 @dataclass
@@ -156,8 +159,15 @@ class PointOutcome:
     document: dict[str, Any] | None  # the schedule document; None for failed points
 
 
-def build_task(point: Point, model: ModelInput, hw: Any, options: SolverOptions) -> PointTask:
-    """The point's instance, built here once (cheap) so workers receive plain data."""
+def build_task(
+    point: Point,
+    model: ModelInput,
+    hw: Any,
+    options: SolverOptions,
+    starts: Sequence[dict[str, Any]] = (),
+) -> PointTask:
+    """The point's instance, built here once (cheap) so workers receive plain data;
+    ``starts``: the schedule documents of its solved neighbours."""
     context = {
         "model": {"name": model.name, "path": model.path, "sha256": model.sha256},
         "hardware": hw.to_json(),
@@ -167,7 +177,7 @@ def build_task(point: Point, model: ModelInput, hw: Any, options: SolverOptions)
         instance = adapter.build_instance(model.graph, model.profile, hw)
     except PlacementError as exc:
         return PointTask(point, None, options, context, error=str(exc))
-    return PointTask(point, instance, options, context)
+    return PointTask(point, instance, options, context, starts=tuple(starts))
 
 
 def solve_point(task: PointTask) -> PointOutcome:
@@ -179,7 +189,9 @@ def solve_point(task: PointTask) -> PointOutcome:
     if task.error is not None:
         return PointOutcome(row | {"status": ERROR, "message": task.error}, None)
     try:
-        values, doc = get_target(task.point.target).solve(task.instance, task.options)
+        values, doc = get_target(task.point.target).solve(
+            task.instance, task.options, task.starts
+        )
     except PlacementError as exc:
         return PointOutcome(row | {"status": ERROR, "message": str(exc)}, None)
     except Exception as exc:  # noqa: BLE001 -- one broken point must not end a long sweep
@@ -190,3 +202,56 @@ def solve_point(task: PointTask) -> PointOutcome:
     doc["model"] = task.context["model"] | doc.get("model", {})
     doc["hardware"] = task.context["hardware"]
     return PointOutcome(row, doc)
+
+
+def neighbours(target: str, points: Sequence[Point]) -> dict[str, list[str]]:
+    """Per point, the points it dominates one step away: the same model, hardware and
+    values but one monotone key one grid step worse (fewer crossbars, a slower MVM ...).
+
+    A placement of such a neighbour, re-timed, is a start no worse than the neighbour's
+    own result; started from all of them, reported results are monotone across the grid.
+    """
+    monotone = get_target(target).monotone_keys()
+    by_values = {(p.model, p.hardware, p.params): p.point_id for p in points}
+    grid_values: dict[str, list[Number]] = {}
+    for p in points:
+        for key, value in p.params:
+            if key in monotone:
+                grid_values.setdefault(key, [])
+                if value not in grid_values[key]:
+                    grid_values[key].append(value)
+    out: dict[str, list[str]] = {}
+    for p in points:
+        found = []
+        for i, (key, value) in enumerate(p.params):
+            if key not in monotone:
+                continue
+            worse = [v for v in grid_values[key] if (v - value) * monotone[key] < 0]
+            if not worse:
+                continue
+            step = max(worse, key=lambda v: v * monotone[key])  # the nearest worse value
+            params = (*p.params[:i], (key, step), *p.params[i + 1 :])
+            other = by_values.get((p.model, p.hardware, params))
+            if other is not None:
+                found.append(other)
+        out[p.point_id] = found
+    return out
+
+
+def rounds(order: Sequence[str], before: Mapping[str, Sequence[str]]) -> list[list[str]]:
+    """``order`` split into rounds: a point comes after every point in ``before[point]``
+    (its neighbours), so each round can run in parallel once the earlier ones are done."""
+    level: dict[str, int] = {}
+
+    def depth(pid: str) -> int:
+        if pid not in level:
+            level[pid] = 1 + max((depth(q) for q in before.get(pid, ())), default=-1)
+        return level[pid]
+
+    out: list[list[str]] = []
+    for pid in order:
+        d = depth(pid)
+        while len(out) <= d:
+            out.append([])
+        out[d].append(pid)
+    return out

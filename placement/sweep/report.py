@@ -30,7 +30,15 @@ from matplotlib.figure import Figure
 from placement.errors import PlacementError
 from placement.graph import load_graph
 from placement.plots.cim import device_share, speedup_per_network, speedup_vs_crossbars
-from placement.plots.common import PlotDataError, model_label, num, save_figure, swept_params
+from placement.plots.common import (
+    PlotDataError,
+    gap_text,
+    model_label,
+    num,
+    save_figure,
+    status_of,
+    swept_params,
+)
 from placement.plots.gantt import cim_gantt, pim_gantt
 from placement.plots.pim import (
     OffloadTable,
@@ -327,8 +335,8 @@ def _safe(name: str) -> str:
 def summary_rows(sweep: Sweep) -> list[list[str]]:
     """Per model and hardware: points, solved, verified, best speed-up and where, solve times."""
     params = swept_params(sweep.rows)
-    out = [["model", "hardware", "points", "solved", "verified", "best speed-up", "at",
-            "median solve (s)", "max gap"]]  # fmt: skip
+    out = [["model", "hardware", "points", "solved", "proven optimal", "verified",
+            "best speed-up", "at", "median solve (s)", "max gap"]]  # fmt: skip
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in sweep.rows:
         groups.setdefault((str(r.get("model")), str(r.get("hardware"))), []).append(r)
@@ -339,12 +347,30 @@ def summary_rows(sweep: Sweep) -> list[list[str]]:
         times = [t for r in rs if (t := num(r, "solve_seconds")) is not None]
         gaps = [g for r in rs if (g := num(r, "gap")) is not None]
         out.append([
-            model_label(m), hw, str(len(rs)), str(len(solved)), str(verified),
+            model_label(m), hw, str(len(rs)), str(len(solved)),
+            str(sum(1 for r in rs if status_of(r) == "optimal")), str(verified),
             f"{num(best, 'speedup'):.2f}x" if best else "-",
             ", ".join(f"{p}={best.get(p)}" for p in params) if best else "-",
             f"{statistics.median(times):.3g}" if times else "-",
             f"{max(gaps) * 100:.3g}%" if gaps else "-",
         ])  # fmt: skip
+    return out
+
+
+def unproven_rows(sweep: Sweep) -> list[list[str]]:
+    """The points whose placement is the best found, not a proven optimum (header only
+    when there is none): every figure marks them; here they are by name."""
+    params = swept_params(sweep.rows)
+    out = [["model", "hardware", *params, "status", "speed-up", "gap", "message"]]
+    for r in sweep.rows:
+        if status_of(r) not in (None, "optimal"):
+            speedup = num(r, "speedup")
+            out.append([
+                model_label(r.get("model")), str(r.get("hardware")),
+                *(_cell(r.get(k)) for k in params), str(r.get("status")),
+                f"{speedup:.2f}x" if speedup is not None else "-",
+                gap_text(r).removeprefix("gap "), str(r.get("message") or ""),
+            ])  # fmt: skip
     return out
 
 
@@ -449,6 +475,7 @@ def _html(
 ) -> str:
     e = html.escape
     title = f"Sweep report: {sweep.path.name} ({sweep.target.upper()})"
+    unproven = unproven_rows(sweep)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -465,6 +492,9 @@ def _html(
         "</dl>",
         "<h2>Summary per model and hardware</h2>",
         _html_table(summary_rows(sweep)),
+        "<h2>Points not proven optimal</h2>",
+        _html_table(unproven) if len(unproven) > 1 else "<p>None: every solved point was"
+        " proven optimal.</p>",
         "<h2>Figures</h2>",
     ]
     for f in figures:
@@ -508,6 +538,10 @@ def _markdown(
     lines = [f"# Sweep report: {sweep.path.name} ({sweep.target.upper()})", ""]
     lines += [f"- **{k}**: {v}" for k, v in _manifest_lines(sweep)]
     lines += ["", "## Summary per model and hardware", "", *_md_table(summary_rows(sweep))]
+    unproven = unproven_rows(sweep)
+    lines += ["", "## Points not proven optimal", ""]
+    lines += (_md_table(unproven) if len(unproven) > 1
+              else ["None: every solved point was proven optimal."])  # fmt: skip
     lines += ["", "## Figures", ""]
     for f in figures:
         if f.skipped:

@@ -4,26 +4,36 @@ A sweep takes one or more models, a target (``cim`` or ``pim``), a list of hardw
 descriptions (presets or TOML files) and, per swept key, a list of values in file
 units (``crossbars``, ``t_mvm_ns``, ... for CIM; any ``[pim]`` key such as ``cores``
 or ``t_sw_us`` for PIM; :func:`~placement.sweep.grid.known_keys`). The grid is
-``models x hardware x values(key1) x values(key2) x ...``; every point is solved
-independently with HiGHS and verified, exactly as ``placement solve`` would.
+``models x hardware x values(key1) x values(key2) x ...``; every point is solved and
+verified as ``placement solve`` would (the same formulation and solver choice, "auto"
+unless the sweep names one).
+
+Monotone where physics says so (CIM): a placement that fits C crossbars fits any C' >
+C, and the same placement is no slower with a faster MVM or bus. Each point therefore
+starts from the schedules of its solved neighbours one grid step worse
+(:func:`~placement.sweep.plan.neighbours`), re-timed under its own parameters, and the
+pipeline never reports worse than its start: the reported makespans are monotone
+across the grid whatever the time limit. Points run in rounds
+(:func:`~placement.sweep.plan.rounds`) so that the neighbours of a point are always
+finished before it.
 
 Work done once: every model is ingested and profiled once up front (or its
 ``--profile`` is loaded), the profile is saved under ``profiles/``, and the points
 receive plain data only (a :class:`~placement.cim.instance.CimInstance` or a
-:class:`~placement.models.pim.PimInstance`): workers never profile.
+:class:`~placement.pim.instance.PimInstance`): workers never profile.
 
 Execution: :func:`~placement.sweep.executors.execute` runs
 :func:`~placement.sweep.plan.solve_point` in this process (1 worker), in a
 ``concurrent.futures.ProcessPoolExecutor`` (N workers) or on a Dask cluster
 (``distributed.Client``). The workers of a Dask cluster must be able to import this
-package (``pip install`` it there, same version). Each point is solved on its own,
-with HiGHS on one thread by default, so the rows do not depend on the executor or
-the worker count. One caveat: two different placements with the same optimal
-objective (or within the relative gap) are both correct answers, and a different
-HiGHS version or thread count may return the other one; compare sweeps on
-``status``/``objective_s``, not on assignments. With the same inputs, HiGHS with one
-thread is deterministic, so the same installation gives identical rows everywhere
-(except ``solve_seconds``, a wall-clock time).
+package (``pip install`` it there, same version). Each point is solved on its own
+(from the same neighbours' results, whatever ran them), with one solver thread by
+default, so the rows do not depend on the executor or the worker count. One caveat:
+two different placements with the same optimal objective (or within the relative gap)
+are both correct answers, and a different HiGHS version or thread count may return the
+other one; compare sweeps on ``status``/``objective_s``, not on assignments. With the
+same inputs, HiGHS with one thread is deterministic, so the same installation gives
+identical rows everywhere (except ``solve_seconds``, a wall-clock time).
 
 Output directory (``-o DIR``)::
 
@@ -98,7 +108,9 @@ from placement.sweep.plan import (
     build_task,
     columns_for,
     hardware_identity,
+    neighbours,
     plan_points,
+    rounds,
 )
 from placement.sweep.store import FORMAT, FORMAT_VERSION, SweepStore
 from placement.sweep.targets import get_target
@@ -195,15 +207,33 @@ def run_sweep(
         if progress is not None:
             progress(len(done), total, len(done))
 
+        documents: dict[str, dict[str, Any] | None] = {}
+
         def on_result(outcome: PointOutcome) -> None:
             store.record(outcome)
-            rows[outcome.row["point_id"]] = outcome.row
+            pid = outcome.row["point_id"]
+            rows[pid] = outcome.row
+            documents[pid] = outcome.document
             if progress is not None:
                 progress(len(rows), total, len(done))
 
-        tasks = (build_task(p, m, hw, options) for p, m, hw in todo)
+        def document(pid: str) -> dict[str, Any] | None:
+            if pid not in documents:  # solved by an earlier, interrupted run
+                documents[pid] = store.load_document(pid)
+            return documents[pid]
+
+        # Rounds: a point starts from its solved neighbours (placement.sweep.plan.neighbours),
+        # so every point's neighbours are finished before it; within a round, any order.
+        before = neighbours(target, [p for p, _, _ in planned])
+        pending = {p.point_id: (p, m, hw) for p, m, hw in todo}
         try:
-            execute(tasks, on_result, workers=workers, client=client)
+            for round_ids in rounds([p.point_id for p, _, _ in todo], before):
+                tasks = [
+                    build_task(*pending[pid], options,
+                               [d for q in before[pid] if (d := document(q)) is not None])
+                    for pid in round_ids
+                ]  # fmt: skip
+                execute(tasks, on_result, workers=workers, client=client)
         finally:
             store.close()
         columns = columns_for(grid)

@@ -148,6 +148,16 @@ class SweepStore:
         self._log.flush()
         os.fsync(self._log.fileno())
 
+    def load_document(self, point_id: str) -> dict[str, Any] | None:
+        """The schedule document of a finished point (None for a failed one)."""
+        path = self.schedules_dir / f"{point_id}.json"
+        if not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise PlacementError(f"{path}: unreadable schedule ({exc})") from None
+
     def close(self) -> None:
         """Close the point log (reopened by the next :meth:`record`)."""
         if self._log is not None:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from placement.cim.instance import cim_instance
+from placement.cim.schedule import CimSchedule
+from placement.cim.solve import FORMULATION_CHOICES, SOLVERS, unavailable_reason
 from placement.cim.solve import solve as solve_cim
 from placement.devices.pim import speedup
 from placement.errors import PlacementError
@@ -48,6 +50,10 @@ class SolveSettings(Protocol):
     def copy(self) -> str: ...
     @property
     def granularity(self) -> str: ...
+    @property
+    def formulation(self) -> str: ...
+    @property
+    def solver(self) -> str: ...
 
 
 class Target(Protocol):
@@ -55,6 +61,11 @@ class Target(Protocol):
 
     name: str  # the ``target`` column
     unused_options: tuple[str, ...]  # solver settings it ignores: left out of the manifest
+
+    def monotone_keys(self) -> dict[str, int]:
+        """Keys along which the optimum can only improve: +1 when a larger value is never
+        worse (more crossbars), -1 when a smaller one is never worse (a faster MVM)."""
+        ...
 
     def keys(self) -> list[str]:
         """The keys a grid may sweep, in file units."""
@@ -113,6 +124,11 @@ class CimTarget:
     name = "cim"
     unused_options: tuple[str, ...] = ("copy", "granularity")
 
+    def monotone_keys(self) -> dict[str, int]:
+        """A placement that fits C crossbars fits any C' > C; the same placement is no
+        slower with a faster MVM, a faster bus or faster internal links (Eqs. 2-4)."""
+        return {"crossbars": +1, "t_mvm_ns": -1, "bus_gbps": +1, "internal_gbps": +1}
+
     def keys(self) -> list[str]:
         """Every ``[cim]`` key, plus ``crossbar_size`` (square crossbars)."""
         return [*CIM_KEYS, CROSSBAR_SIZE]
@@ -152,21 +168,38 @@ class CimTarget:
         return HostProfile.load(path)
 
     def check_options(self, options: SolveSettings) -> None:
-        """CIM ignores copy/granularity, but they are checked for every target, as always."""
+        """The formulation and solver names; copy/granularity are checked for every target."""
         check_copy_modes(options)
+        if options.formulation not in FORMULATION_CHOICES:
+            raise PlacementError(
+                f"unknown CIM formulation {options.formulation!r}; known:"
+                f" {', '.join(FORMULATION_CHOICES)}"
+            )
+        if options.solver not in SOLVERS:
+            raise PlacementError(
+                f"unknown solver {options.solver!r}; known: {', '.join(SOLVERS)}"
+            )
+        if options.solver != "auto":
+            reason = unavailable_reason(options.solver)
+            if reason is not None:
+                raise PlacementError(f"solver {options.solver} is not available: {reason}")
 
     def build_instance(self, graph: Any, profile: Any, hw: Any) -> Any:
         """A :class:`~placement.cim.instance.CimInstance` of the graph's measured operators."""
         return cim_instance(graph, profile.latencies, hw.cim)
 
-    def solve(self, instance: Any, options: SolveSettings) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Makespan-optimal placement, verified; the document is ``CimPlacement.to_json()``."""
+    def solve(
+        self, instance: Any, options: SolveSettings, starts: Sequence[Mapping[str, Any]] = ()
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Makespan-optimal placement, verified, as ``placement solve`` finds it (the same
+        formulation and solver choice), starting from the neighbours' schedules re-timed
+        here; the document is ``CimPlacement.to_json()``."""
         inst = instance
         opts = options
-        # The paper's model with HiGHS, as sweeps have always solved points.
         placement = solve_cim(
-            inst, formulation="faithful", solver="highs", time_limit=opts.time_limit,
+            inst, formulation=opts.formulation, solver=opts.solver, time_limit=opts.time_limit,
             rel_gap=opts.rel_gap, threads=opts.threads,
+            starts=[CimSchedule.from_json(d["schedule"]) for d in starts if d.get("schedule")],
         )  # fmt: skip
         res, sched = placement.result, placement.schedule
         values: dict[str, Any] = {
@@ -198,7 +231,11 @@ class PimTarget:
     """Processing-in-memory: loop nests of a nest profile, HiGHS on T_hybrid (Eq. 9)."""
 
     name = "pim"
-    unused_options: tuple[str, ...] = ()
+    unused_options: tuple[str, ...] = ("formulation", "solver")
+
+    def monotone_keys(self) -> dict[str, int]:
+        """None: PIM time is not monotone in the core count (synchronization grows)."""
+        return {}
 
     def keys(self) -> list[str]:
         """Every ``[pim]`` key."""
@@ -235,7 +272,9 @@ class PimTarget:
         """A :class:`~placement.pim.instance.PimInstance` of the profile's nests."""
         return pim_instance(profile, hw.pim)
 
-    def solve(self, instance: Any, options: SolveSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+    def solve(
+        self, instance: Any, options: SolveSettings, starts: Sequence[Mapping[str, Any]] = ()
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Optimal placement, verified, plus the threshold rule's placement of the same point.
 
         The document is ``PimPlacement.to_json()`` with a ``rule`` entry.

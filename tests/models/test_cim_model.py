@@ -267,11 +267,14 @@ def test_time_limit_incumbent_with_slack_makespan_is_tightened(monkeypatch):
 
     monkeypatch.setattr(HIGHS, "solve", slack_time_limit)
     placed = solve_cim(fork(), rel_gap=0.0)
-    assert placed.result.status == SolveStatus.TIME_LIMIT
     assert placed.schedule is not None
+    # Re-timed: the reported makespan is the schedule's own, and with the solver's bound
+    # (the optimum) it is proven optimal although the solver stopped at its time limit.
     assert placed.result.objective == pytest.approx(placed.schedule.makespan)
-    assert "lowered" in placed.result.message
+    assert placed.result.status == SolveStatus.OPTIMAL
+    assert "re-timed" in placed.result.message and "proven by the bound" in placed.result.message
     assert placed.verification is not None and placed.verification.ok
+    assert placed.verification.recomputed_makespan == pytest.approx(placed.schedule.makespan)
 
 
 @pytest.mark.slow
@@ -304,7 +307,14 @@ def test_solve_cim_without_solution_returns_no_schedule(monkeypatch):
     monkeypatch.setattr(
         HIGHS, "solve", lambda m, o, start=None: canned(SolveStatus.TIME_LIMIT_NO_SOLUTION, "limit")
     )
+    # Our own model: the solve started from the CPU-only schedule, which is reported.
     placed = solve_cim(fork(), time_limit=1.0)
+    assert placed.schedule is not None and placed.verification.ok
+    assert placed.result.status == SolveStatus.TIME_LIMIT
+    assert "CPU-only schedule reported" in placed.result.message
+    assert placed.speedup == pytest.approx(1.0) and placed.crossbars_used == 0
+    # A model of the caller's (it may hold constraints the start violates): no schedule.
+    placed = solve_cim(fork(), time_limit=1.0, model=build_cim_model(fork()))
     assert placed.schedule is None and placed.verification is None
     assert placed.speedup is None and placed.crossbars_used == 0
     assert json.loads(json.dumps(placed.to_json()))["schedule"] is None
@@ -324,5 +334,15 @@ def test_solve_cim_rejects_a_wrong_solution(monkeypatch):
         return canned(SolveStatus.OPTIMAL, objective=0.0)
 
     monkeypatch.setattr(HIGHS, "solve", wrong_optimal)
+    with pytest.raises(PlacementError, match=r"^verification failed: highs reported a makespan"
+                       r" of 0 s, but its decisions take"):
+        solve_cim(inst)
+
+    def unsupported_on_cim(model, options, start=None):
+        wrong_optimal(model, options)
+        model.host["c"].set_value(0)  # c is not supported by the accelerator
+        return canned(SolveStatus.OPTIMAL, objective=0.0)
+
+    monkeypatch.setattr(HIGHS, "solve", unsupported_on_cim)
     with pytest.raises(PlacementError, match=r"^verification failed: .*\(\+\d+ more\)"):
         solve_cim(inst)

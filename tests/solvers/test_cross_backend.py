@@ -63,6 +63,30 @@ def test_every_registered_backend_is_covered():
     assert set(CIM_BACKENDS) == set(BACKENDS)  # a new backend joins every case below
 
 
+# --- the CPU-only start, given to every backend ------------------------------------------
+
+
+@pytest.mark.parametrize("name", backends(CIM_BACKENDS, SLOW_CIM))
+def test_cpu_only_start_is_taken_by_every_backend(name):
+    """Without a heuristic, every solve starts from the CPU-only schedule and reports no
+    worse; HiGHS says whether it took the start (its log), the others take it silently."""
+    skip_unless_installed(name)
+    rng = random.Random(42)
+    inst = random_instance(rng, 40, edge_prob=0.08)  # hundreds of parallel pairs
+    out = solve_cim(inst, solver=name, formulation="faithful", warm_start=False, threads=1,
+                    time_limit=0.3)  # fmt: skip
+    assert out.schedule is not None and out.verification is not None and out.verification.ok
+    assert out.schedule.makespan <= inst.cpu_only_latency * (1 + 1e-12)
+    opts = out.result.options
+    if name == "cpsat":  # its hint is the best of the heuristic's and the CPU-only schedule
+        assert opts["start_from"] in ("heuristic", "CPU-only")
+    else:
+        assert opts["start_from"] == "CPU-only"
+        assert opts["start_makespan"] == pytest.approx(inst.cpu_only_latency)
+    if name == "highs":
+        assert opts["start"] == "accepted"
+
+
 # --- (a) CIM: the brute-force optimum, verified ------------------------------------------
 
 
