@@ -86,7 +86,7 @@ import onnxruntime as ort
 from placement.errors import PlacementError
 from placement.io import file_sha256
 from placement.onnxfile import node_names, read_onnx
-from placement.profiling.host import host_description
+from placement.profiling.host import LoadProbe, host_description
 from placement.profiling.host_profile import HostProfile
 from placement.profiling.ort.attribution import ATTRIBUTION_RULE_VERSION, attribute, tensor_shapes
 from placement.profiling.ort.robust import (
@@ -126,7 +126,6 @@ _MAX_PROTO_BYTES = 1_800_000_000  # below protobuf's 2 GiB limit for in-memory m
 # below its cap of a million events (an event per kernel and run, plus a few per run).
 _AUTO_MAX_RUNS = 400
 _TRACE_EVENT_BUDGET = 500_000
-_MIN_LOAD_WINDOW_SECONDS = 0.25  # shorter measurements: /proc/stat's 10 ms ticks are too coarse
 
 _NUMPY_TYPES: dict[str, Any] = {
     "tensor(float)": np.float32,
@@ -232,7 +231,7 @@ def measure_runs(
         raise PlacementError(f"round pause must be a number of seconds, got {round_pause!r}")
     if not 0 <= round_pause <= 60:
         raise PlacementError(f"round pause must be 0 to 60 seconds, got {round_pause!r}")
-    probe = _LoadProbe()  # from here to the last run: others' load while preparing and running
+    probe = LoadProbe()  # from here to the last run: others' load while preparing and running
     path = Path(path)
     model = read_onnx(path)
     sha = file_sha256(path)
@@ -367,7 +366,7 @@ class _ProfiledSession:
         warmup: int,
         tolerance: float,
         time_budget: float,
-        probe: _LoadProbe,
+        probe: LoadProbe,
         progress: Callable[[int, int], None] | None,
     ) -> tuple[
         list[dict[str, Any]],
@@ -487,65 +486,6 @@ def _auto_run_limit(kernels: int, warmup: int) -> int:
     fits = _TRACE_EVENT_BUDGET // per_run - warmup
     runs = min(_AUTO_MAX_RUNS, fits)
     return max(RUNS_PER_ROUND, runs - runs % RUNS_PER_ROUND)
-
-
-class _LoadProbe:
-    """The machine's load around a measurement: load averages and others' CPU use."""
-
-    def __init__(self) -> None:
-        self.cpus = os.cpu_count() or 1
-        self.loadavg = _loadavg()
-        self.cpu = _cpu_seconds()
-        self.own = time.process_time()
-        self.started = time.perf_counter()
-
-    def stop(self) -> dict[str, Any]:
-        """``machine_load`` of the profile metadata (module docstring)."""
-        seconds = time.perf_counter() - self.started
-        own = time.process_time() - self.own
-        after, cpu = _loadavg(), _cpu_seconds()
-        busy_others = None
-        if self.cpu is not None and cpu is not None and seconds >= _MIN_LOAD_WINDOW_SECONDS:
-            busy, total = cpu[0] - self.cpu[0], cpu[1] - self.cpu[1]
-            if total > 0:
-                busy_others = min(1.0, max(0.0, (busy - own) / total))
-        return {
-            "cpus": self.cpus,
-            "loadavg_before": self.loadavg,
-            "loadavg_after": after,
-            "load_per_cpu_before": None if self.loadavg is None else self.loadavg / self.cpus,
-            "load_per_cpu_after": None if after is None else after / self.cpus,
-            "busy_others_per_cpu": busy_others,
-            "measuring_seconds": seconds,
-        }
-
-
-def _loadavg() -> float | None:
-    """The 1-minute load average, if the system has one."""
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
-
-
-def _cpu_seconds() -> tuple[float, float] | None:
-    """Busy and total CPU seconds of all CPUs since boot (Linux ``/proc/stat``), or None."""
-    try:
-        with open("/proc/stat", encoding="ascii") as fh:
-            fields = fh.readline().split()
-        ticks = os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, AttributeError):
-        return None
-    if len(fields) < 5 or fields[0] != "cpu":
-        return None
-    try:
-        # user nice system idle iowait irq softirq steal (guest time is inside user)
-        values = [int(v) for v in fields[1:9]]
-    except ValueError:
-        return None
-    total = sum(values)
-    idle = values[3] + (values[4] if len(values) > 4 else 0)
-    return (total - idle) / ticks, total / ticks
 
 
 def _check_options(runs: Runs, warmup: int, threads: int, optimization: str, seed: int) -> None:
