@@ -21,6 +21,7 @@ per-pair big-Ms), never a claim of optimality.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -87,14 +88,24 @@ def _index_graph(instance: CimInstance) -> _Graph:
 class _Evaluator:
     """List scheduling of one assignment; the best makespan over a few priority rules."""
 
-    def __init__(self, g: _Graph) -> None:
+    def __init__(self, g: _Graph, deadline: float | None = None) -> None:
         self.g = g
+        self.deadline = deadline  # time.perf_counter() value: stop searching after it
+        self.timed_out = False
         self.n = len(g.names)
         self.t_host_arr = np.array(g.t_host)
         self.n_preds = [len(p) for p in g.preds]
         self.sources = [i for i in range(self.n) if not g.preds[i]]
         self.desc_float = g.descendants.astype(float)
         self.evals = 0  # assignments evaluated
+
+    def done(self, stop_at: int) -> bool:
+        """The search must stop: ``stop_at`` evaluations made, or the deadline passed."""
+        if self.evals >= stop_at:
+            return True
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            self.timed_out = True
+        return self.timed_out
 
     def durations(self, host: Sequence[bool]) -> list[float]:
         g = self.g
@@ -229,18 +240,22 @@ def _greedy_starts(g: _Graph, budget: int) -> list[list[bool]]:
     return starts
 
 
-def heuristic_schedule(instance: CimInstance, *, max_evals: int | None = None) -> CimSchedule:
+def heuristic_schedule(
+    instance: CimInstance, *, max_evals: int | None = None, seconds: float | None = None
+) -> CimSchedule:
     """A good feasible schedule by greedy assignment, list scheduling and local search.
 
     Deterministic for a given instance and ``max_evals`` (how many assignments the
     search may evaluate in all, each by four list schedules; default scaled to the
-    graph size, see ``DEFAULT_WORK``).
+    graph size, see ``DEFAULT_WORK``). ``seconds`` caps the search's wall time as well
+    (the part of a deadline the caller gives it); the result is then the best found so
+    far, and no longer deterministic under machine load.
     """
     g = _index_graph(instance)
     n = len(g.names)
     if max_evals is None:
         max_evals = min(_MAX_EVALS, max(_MIN_EVALS, DEFAULT_WORK // n))
-    ev = _Evaluator(g)
+    ev = _Evaluator(g, None if seconds is None else time.perf_counter() + seconds)
     budget = instance.crossbar_budget
     # Half the budget for descents from the greedy starts, the rest for kicks.
     starts = _greedy_starts(g, budget)
@@ -253,7 +268,8 @@ def heuristic_schedule(instance: CimInstance, *, max_evals: int | None = None) -
     assert best is not None
     best = _kicks(g, ev, budget, best, max_evals)
     makespan, order, host = best
-    order = _improve_sequence(g, ev, host, order, makespan, max(n, _MIN_EVALS))
+    if not ev.timed_out:
+        order = _improve_sequence(g, ev, host, order, makespan, max(n, _MIN_EVALS))
     on_host = {g.names[i]: host[i] for i in range(n)}
     return asap_schedule(instance, on_host, [g.names[i] for i in order])
 
@@ -273,7 +289,7 @@ def _kicks(
     n = len(g.names)
     movable = [i for i in range(n) if g.t_acc[i] is not None and g.crossbars[i] <= budget]
     for k in movable:
-        if ev.evals >= stop_at:
+        if ev.done(stop_at):
             break
         host = list(best[2])
         host[k] = not host[k]
@@ -352,23 +368,23 @@ def _local_search(
         return False
 
     improved = True
-    while improved and ev.evals < stop_at:
+    while improved and not ev.done(stop_at):
         improved = False
         for i in movable:
-            if ev.evals >= stop_at:
+            if ev.done(stop_at):
                 break
             improved = try_move((i,)) or improved
         if improved:
             continue  # single flips are cheap: exhaust them before pairs
         for a, i in enumerate(movable):
             for j in movable[a + 1 :]:
-                if ev.evals >= stop_at:
+                if ev.done(stop_at):
                     break
                 # Two flips the same way that each fit alone are tried, too: the pair can
                 # help where neither does (e.g. both branches of a fork offloaded).
                 if try_move((i, j)):
                     improved = True
                     break
-            if improved or ev.evals >= stop_at:
+            if improved or ev.done(stop_at):
                 break
     return makespan, order, list(host)

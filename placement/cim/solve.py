@@ -29,7 +29,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import pyomo.environ as pyo
@@ -48,7 +48,13 @@ from placement.models.cim.build import (
     start_values,
 )
 from placement.models.common import solve_in_seconds
-from placement.solvers.base import SolveOptions, SolverError, SolveResult, SolveStatus
+from placement.solvers.base import (
+    ModelSize,
+    SolveOptions,
+    SolverError,
+    SolveResult,
+    SolveStatus,
+)
 from placement.solvers.registry import MIP_BACKENDS, get_backend
 
 #: What ``solver=`` accepts.
@@ -64,6 +70,59 @@ AUTO_MAX_PAIRS_FOR_BOUNDED = 200
 #: A solver's makespan may sit this much (relative) below the re-timed makespan of its
 #: decisions (feasibility tolerances on big-M rows); more is a solver error.
 _CLAIM_SLACK = 1e-4
+
+
+@dataclass
+class Deadline:
+    """``--time-limit`` as one deadline for the whole solve: preprocessing, heuristic, every
+    solver phase, extraction and verification (``limit`` None: no deadline)."""
+
+    limit: float | None
+    started: float = field(default_factory=time.perf_counter)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def left(self) -> float | None:
+        """Seconds left (never negative), None without a limit."""
+        return None if self.limit is None else max(self.limit - self.elapsed(), 0.0)
+
+    def share(self, fraction: float) -> float | None:
+        """``fraction`` of the time left, None without a limit."""
+        left = self.left()
+        return None if left is None else fraction * left
+
+
+#: Shares of the time left: the heuristic; CP-SAT's half of cpsat+highs.
+_HEURISTIC_SHARE = 0.25
+_CPSAT_SHARE = 0.5
+#: Least solver time worth starting a phase for, in seconds.
+_MIN_SOLVE = 0.2
+#: Seconds to start the CP-SAT worker interpreter and hand it the model (measured ~0.5 s).
+_WORKER_START = 0.5
+#: Pyomo builds about this many rows a second here (measured on YOLOv5n: 5,000 rows in
+#: 0.26 s on a loaded 2-core VM); used to skip a MIP that could not even be built in time.
+_ROWS_PER_SECOND = 15_000.0
+
+
+def _phase_limit(seconds: float) -> float:
+    """A solver phase's time limit from the time left: whole seconds (rounded down) above
+    two, so that a long limit is the same number at every point (solvers are deterministic
+    for the same limit; a limit that differs in its last digits can change their result
+    in its last bits), tenths below; never under the least worth starting for."""
+    limit = math.floor(seconds) if seconds >= 2.0 else math.floor(seconds * 10) / 10
+    return max(limit, _MIN_SOLVE)
+
+
+def end_reserve(instance: CimInstance) -> float:
+    """Seconds kept back for extraction, re-timing and verification (linear in size)."""
+    return 0.1 + 2e-5 * (len(instance.operators) + len(instance.edges))
+
+
+def build_estimate(instance: CimInstance) -> float:
+    """Seconds to build the Pyomo model (big-M rows of the parallel pairs dominate)."""
+    rows = 2 * len(instance.parallel_pairs) + 3 * len(instance.edges) + 4 * len(instance.operators)
+    return rows / _ROWS_PER_SECOND
 
 
 @dataclass
@@ -181,7 +240,9 @@ def solve(
     never make it wrong. ``warm_start`` (default: only for "tightened"): run the
     list-scheduling heuristic first and give its schedule to the solver as a MIP
     start; a time-limited solve then never reports a placement worse than it.
-    ``tee``: True streams the solver's log to stdout, or a list of streams.
+    ``time_limit`` is one deadline for everything: a phase that cannot fit in what is left
+    is skipped, and ``options["phases"]`` says which ran, for how long, and why others
+    did not. ``tee``: True streams the solver's log to stdout, or a list of streams.
     ``starts``: feasible schedules (of this model, e.g. from a neighbouring point of a
     sweep) to start from; each is re-timed on ``instance``. Every solve starts from the
     best of them, the CPU-only schedule and the heuristic's (when it runs), and never
@@ -194,19 +255,20 @@ def solve(
     """
     options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads, tee=tee)
     options.check()
+    deadline = Deadline(time_limit)
     formulation = resolve_formulation(instance, formulation)
     solver = resolve_solver(formulation, solver, warm_start)
     if model is not None and solver not in MIP_BACKENDS:
         raise PlacementError(f"a Pyomo model of your own needs a MIP solver, not {solver!r}")
     given = [("given", s) for s in starts]
     if solver == "cpsat":
-        result, schedule = solve_cpsat(instance, options, starts=given)
+        result, schedule = _cpsat(instance, options, deadline, given)
     elif solver == "cpsat+highs":
-        result, schedule = _cpsat_then_highs(instance, options, given)
+        result, schedule = _cpsat_then_highs(instance, options, deadline, given)
     else:
         result, schedule = solve_mip(
             instance, solver, formulation, options, model=model, warm_start=warm_start,
-            starts=given,
+            starts=given, deadline=deadline,
         )  # fmt: skip
     verification = None
     if schedule is not None:
@@ -224,6 +286,7 @@ def solve_mip(
     model: pyo.ConcreteModel | None = None,
     warm_start: bool | None = None,
     starts: Sequence[tuple[str, CimSchedule]] = (),
+    deadline: Deadline | None = None,
 ) -> tuple[SolveResult, CimSchedule | None]:
     """The Pyomo ILP of ``formulation`` with a MIP backend; (result in seconds, schedule).
 
@@ -235,31 +298,53 @@ def solve_mip(
     """
     backend = get_backend(solver, mip=True)
     families = formulation_families(formulation)
+    deadline = deadline or Deadline(options.time_limit)
+    phases = Phases()
     if warm_start is None:
         warm_start = formulation == "tightened"
     heuristic, heuristic_seconds = None, 0.0
-    if warm_start or (model is None and "window_big_m" in families):
+    # A given start (CP-SAT's, a neighbour's) stands in for the heuristic.
+    if not starts and (warm_start or (model is None and "window_big_m" in families)):
         tick = time.perf_counter()
-        heuristic = heuristic_schedule(instance)
+        heuristic = heuristic_schedule(instance, seconds=deadline.share(_HEURISTIC_SHARE))
         heuristic_seconds = time.perf_counter() - tick
+        phases.ran("heuristic", heuristic_seconds)
     candidates = [("heuristic", heuristic)] if heuristic is not None else []
     origin, start = best_start(instance, [*candidates, *starts])
-    tick = time.perf_counter()
-    own_model = model is None
-    if model is None:
-        model = build_cim_model(instance, families=families, upper_bound=start.makespan)
-    values = start_values(model, instance, start)
-    build_seconds = time.perf_counter() - tick
     extra: dict[str, object] = {
         "formulation": formulation, "start_from": origin, "start_makespan": start.makespan,
     }  # fmt: skip
     if heuristic is not None:
         extra["heuristic_makespan"] = heuristic.makespan
         extra["heuristic_seconds"] = heuristic_seconds
+    own_model = model is None
+    left = deadline.left()
+    reserve = end_reserve(instance)
+    if own_model and left is not None and left - reserve < build_estimate(instance) + _MIN_SOLVE:
+        why = (f"{left:.2g} s left of the {deadline.limit:g} s limit; building the model"
+               f" alone takes about {build_estimate(instance):.2g} s")  # fmt: skip
+        phases.skipped(backend.name, why)
+        result = _no_solve(backend.name, options, extra | {"phases": phases.records})
+        note = f"{origin} schedule reported ({backend.label} skipped: {why})"
+        return _reported(result, start, options.rel_gap, note), start
+    tick = time.perf_counter()
+    if model is None:
+        model = build_cim_model(instance, families=families, upper_bound=start.makespan)
+    values = start_values(model, instance, start)
+    build_seconds = time.perf_counter() - tick
+    phases.ran("build", build_seconds)
+    left = deadline.left()
+    phase_options = options
+    if left is not None:
+        limit = _phase_limit(left - reserve)
+        phase_options = dataclasses.replace(options, time_limit=limit)
+        extra["phase_time_limit"] = phase_options.time_limit
     result = solve_in_seconds(
-        model, backend, options, what="CIM", item="operator", start=values,
+        model, backend, phase_options, what="CIM", item="operator", start=values,
         build_seconds=build_seconds, extra=extra,
     )  # fmt: skip
+    phases.ran(backend.name, result.solve_seconds)
+    result.options |= {"time_limit": options.time_limit, "phases": phases.records}
     schedule = None
     if result.status.has_solution:
         schedule = CimSchedule(**extract_schedule(model, instance)._asdict())
@@ -275,6 +360,28 @@ def solve_mip(
     if schedule is None:
         return result, None
     return _reported(result, schedule, options.rel_gap), schedule
+
+
+class Phases:
+    """What a solve did, in order: each phase's seconds, or why it was skipped."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, object]] = []
+
+    def ran(self, phase: str, seconds: float) -> None:
+        self.records.append({"phase": phase, "seconds": seconds})
+
+    def skipped(self, phase: str, why: str) -> None:
+        self.records.append({"phase": phase, "skipped": why})
+
+
+def _no_solve(solver: str, options: SolveOptions, extra: dict[str, object]) -> SolveResult:
+    """The result of a solve that did not start (no time left for it)."""
+    return SolveResult(
+        status=SolveStatus.TIME_LIMIT_NO_SOLUTION, solver=solver, objective=None,
+        best_bound=None, gap=None, build_seconds=0.0, solve_seconds=0.0,
+        size=ModelSize(0, 0, 0), message="", options=options.recorded() | extra,
+    )  # fmt: skip
 
 
 def _reported(
@@ -308,24 +415,59 @@ def _reported(
                                message=message)  # fmt: skip
 
 
-def _cpsat_then_highs(
-    instance: CimInstance, options: SolveOptions, starts: Sequence[tuple[str, CimSchedule]]
-) -> tuple[SolveResult, CimSchedule | None]:
-    """CP-SAT for half the limit; if not proven, HiGHS (tightened) from its incumbent."""
+def _cpsat(
+    instance: CimInstance,
+    options: SolveOptions,
+    deadline: Deadline,
+    starts: Sequence[tuple[str, CimSchedule]],
+    share: float = 1.0,
+) -> tuple[SolveResult, CimSchedule]:
+    """CP-SAT within ``share`` of the time the deadline leaves after the heuristic."""
+    phases = Phases()
     tick = time.perf_counter()
-    half = None if options.time_limit is None else options.time_limit / 2
-    r1, first = solve_cpsat(instance, dataclasses.replace(options, time_limit=half),
-                            starts=starts)
+    heuristic = heuristic_schedule(instance, seconds=deadline.share(_HEURISTIC_SHARE))
+    phases.ran("heuristic", time.perf_counter() - tick)
+    left = deadline.left()
+    if left is not None:
+        limit = _phase_limit(share * (left - end_reserve(instance)) - _WORKER_START)
+        if limit <= _MIN_SOLVE:
+            why = f"{left:.2g} s left of the {deadline.limit:g} s limit"
+            phases.skipped("cpsat", why)
+            origin, start = best_start(instance, [("heuristic", heuristic), *starts])
+            extra = {"start_from": origin, "start_makespan": start.makespan,
+                     "heuristic_makespan": heuristic.makespan,
+                     "heuristic_seconds": phases.records[0]["seconds"],
+                     "phases": phases.records}  # fmt: skip
+            result = _no_solve("cpsat", options, extra)
+            note = f"{origin} schedule reported (CP-SAT skipped: {why})"
+            return _reported(result, start, options.rel_gap, note), start
+        phase_options = dataclasses.replace(options, time_limit=limit)
+    else:
+        phase_options = options
+    result, schedule = solve_cpsat(instance, phase_options, heuristic=heuristic, starts=starts)
+    phases.ran("cpsat", result.solve_seconds)
+    result.options |= {
+        "time_limit": options.time_limit, "phase_time_limit": phase_options.time_limit,
+        "heuristic_seconds": phases.records[0]["seconds"], "phases": phases.records,
+    }  # fmt: skip
+    return result, schedule
+
+
+def _cpsat_then_highs(
+    instance: CimInstance,
+    options: SolveOptions,
+    deadline: Deadline,
+    starts: Sequence[tuple[str, CimSchedule]],
+) -> tuple[SolveResult, CimSchedule | None]:
+    """CP-SAT for half the time left; if not proven, HiGHS (tightened) from its incumbent
+    for the rest."""
+    r1, first = _cpsat(instance, options, deadline, starts, share=_CPSAT_SHARE)
     heur_s = r1.options.get("heuristic_seconds", 0.0)
-    if r1.status == SolveStatus.OPTIMAL or first is None:
+    if r1.status == SolveStatus.OPTIMAL:
         return dataclasses.replace(r1, solver="cpsat+highs"), first
-    left = None
-    if options.time_limit is not None:
-        left = max(options.time_limit - (time.perf_counter() - tick), 1.0)
     try:
-        r2, sched = solve_mip(instance, "highs", "tightened",
-                              dataclasses.replace(options, time_limit=left),
-                              starts=[("CP-SAT", first)])
+        r2, sched = solve_mip(instance, "highs", "tightened", options,
+                              starts=[("CP-SAT", first)], deadline=deadline)  # fmt: skip
     except SolverError as exc:  # HiGHS failed; CP-SAT's verified schedule stands
         r2, sched = exc.result, None
     if sched is None:
@@ -344,7 +486,8 @@ def _cpsat_then_highs(
     message = "; ".join(m for m in (r1.message, r2.message) if m)
     recorded = {**r2.options, "cpsat_seconds": r1.solve_seconds, "cpsat_bound": r1.best_bound,
                 "heuristic_seconds": heur_s,
-                "heuristic_makespan": r1.options.get("heuristic_makespan")}
+                "heuristic_makespan": r1.options.get("heuristic_makespan"),
+                "phases": [*r1.options.get("phases", []), *r2.options.get("phases", [])]}
     return dataclasses.replace(
         r2, status=status, solver="cpsat+highs", objective=obj, best_bound=bound, gap=gap,
         build_seconds=r1.build_seconds + r2.build_seconds,

@@ -62,6 +62,8 @@ MASKED_KEYS = frozenset(
         "build_seconds",  # solve/sweep result: model build time
         "solve_seconds",  # solve/sweep result and points.csv: solver wall time
         "heuristic_seconds",  # result options of the tightened formulation
+        "seconds",  # result options: the wall time of each phase of a solve
+        "phase_time_limit",  # result options: what the deadline left the solver phase
         "heuristic_s", "build_s", "solve_s", "total_s", "overhead_s", "build_share",  # bench
         "mean_total_s", "max_total_s", "mean_solve_s", "mean_build_share",  # bench summary
         "created",  # sweep manifest: date

@@ -272,12 +272,15 @@ def medium() -> CimInstance:
 def test_warm_start_incumbent_never_worse_than_heuristic(formulation):
     inst = medium()
     heur = heuristic_schedule(inst)
-    placed = solve_cim(inst, time_limit=0.5, formulation=formulation, warm_start=True)
+    placed = solve_cim(inst, time_limit=2.0, formulation=formulation, warm_start=True)
     res = placed.result
     assert res.options["start"] == "accepted"
-    assert res.options["heuristic_makespan"] == pytest.approx(heur.makespan)
+    # Within its share of the 2 s deadline the heuristic may stop early: never better
+    # than the same deterministic search run to its end, and the result never worse.
+    ran = res.options["heuristic_makespan"]
+    assert ran >= heur.makespan * (1 - 1e-12)
     assert res.status.has_solution and placed.schedule is not None
-    assert res.objective <= heur.makespan * (1 + 1e-9)
+    assert res.objective <= ran * (1 + 1e-9)
     assert placed.verification is not None and placed.verification.ok
 
 

@@ -17,8 +17,10 @@ from placement.errors import PlacementError
 
 
 def host_work(m: pyo.ConcreteModel, nodes: Iterable[str]) -> pyo.Expression | float:
-    """sum x_w T_host,w over ``nodes`` (0 when empty)."""
-    return sum((m.host[w] * m.t_host[w] for w in nodes), start=0.0)
+    """sum x_w T_host,w over ``nodes`` (0 when empty), in operator order: a set's order
+    depends on the process's hash seed, and the sum's last bits on the order."""
+    pos = m.graph_structure["pos"]
+    return sum((m.host[w] * m.t_host[w] for w in sorted(nodes, key=pos.get)), start=0.0)
 
 
 def add_host_serial(m: pyo.ConcreteModel) -> None:
@@ -63,7 +65,7 @@ def add_bottleneck(m: pyo.ConcreteModel) -> None:
     m.bottleneck = pyo.Constraint(
         m.BOTTLENECK_PAIRS,
         rule=lambda m, u, v: m.start[v]
-        >= m.finish[u] + host_work(m, sorted(desc[u] & anc[v], key=m.graph_structure["pos"].get)),
+        >= m.finish[u] + host_work(m, desc[u] & anc[v]),
     )
 
 
