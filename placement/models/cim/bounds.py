@@ -10,6 +10,7 @@ computed once per build.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import pyomo.environ as pyo
 
@@ -33,23 +34,34 @@ def add_host_serial(m: pyo.ConcreteModel) -> None:
 
 
 def add_energetic(m: pyo.ConcreteModel) -> None:
-    """s_v >= host work of v's ancestors; T >= f_v + host work of v's descendants.
+    """s_v >= f_p + host work of v's ancestors after p; s_q >= f_v + host work of v's
+    descendants before q, with p and q the bottlenecks around v (without p: from time 0;
+    without q: T >= f_v + ...).
 
-    Valid: every ancestor a of v finishes before s_v (precedence along the path) and every
-    descendant starts after f_v and ends by T; the host ones among them are disjoint
-    intervals on the single host, inside [0, s_v] resp. [f_v, T].
+    Valid: every ancestor a of v after p finishes inside [f_p, s_v] (precedence along the
+    paths), every descendant of v before q runs inside [f_v, s_q]; the host ones among them
+    are disjoint intervals on the single host. Chained through the bottleneck rows these
+    bound v's start by all its ancestors' host work, with rows of segment size, not n
+    (:mod:`placement.models.cim.structure`).
     """
-    anc, desc = m.graph_structure["ancestors"], m.graph_structure["descendants"]
-    m.energetic_head = pyo.Constraint(
-        m.V,
-        rule=lambda m, v: m.start[v] >= host_work(m, anc[v]) if anc[v] else pyo.Constraint.Skip,
-    )
-    m.energetic_tail = pyo.Constraint(
-        m.V,
-        rule=lambda m, v: m.makespan >= m.finish[v] + host_work(m, desc[v])
-        if desc[v]
-        else pyo.Constraint.Skip,
-    )
+    before, after = m.graph_structure["before"], m.graph_structure["after"]
+
+    def head(m: pyo.ConcreteModel, v: str) -> Any:
+        p, nodes = before[v]
+        if not nodes:
+            return pyo.Constraint.Skip
+        base = 0.0 if p is None else m.finish[p]
+        return m.start[v] >= base + host_work(m, nodes)
+
+    def tail(m: pyo.ConcreteModel, v: str) -> Any:
+        q, nodes = after[v]
+        if not nodes:
+            return pyo.Constraint.Skip
+        end = m.makespan if q is None else m.start[q]
+        return end >= m.finish[v] + host_work(m, nodes)
+
+    m.energetic_head = pyo.Constraint(m.V, rule=head)
+    m.energetic_tail = pyo.Constraint(m.V, rule=tail)
 
 
 def add_bottleneck(m: pyo.ConcreteModel) -> None:
@@ -60,12 +72,11 @@ def add_bottleneck(m: pyo.ConcreteModel) -> None:
     disjoint there. Only a handful of rows (one per consecutive bottleneck pair).
     """
     pairs = m.graph_structure["bottleneck_pairs"]
-    anc, desc = m.graph_structure["ancestors"], m.graph_structure["descendants"]
+    between = m.graph_structure["between"]
     m.BOTTLENECK_PAIRS = pyo.Set(dimen=2, initialize=pairs, ordered=True)
     m.bottleneck = pyo.Constraint(
         m.BOTTLENECK_PAIRS,
-        rule=lambda m, u, v: m.start[v]
-        >= m.finish[u] + host_work(m, desc[u] & anc[v]),
+        rule=lambda m, u, v: m.start[v] >= m.finish[u] + host_work(m, between[u, v]),
     )
 
 

@@ -10,8 +10,9 @@ with scheduling constraints.
   x_u != x_v (two reified rows);
 * the crossbar budget (Eq. 14), T >= e_v for sinks, minimize T;
 * the valid bounds of the ``bounded`` formulation (host-serial, ancestor/descendant
-  host work, consecutive bottlenecks) and constant head/tail bounds on the domains;
-  without them CP-SAT proves little on YOLO-sized graphs;
+  host work within each segment between bottlenecks, consecutive bottlenecks) and
+  constant head/tail bounds on the domains; without them CP-SAT proves little on
+  YOLO-sized graphs;
 * a feasible schedule as a hint, its makespan as the horizon.
 
 :func:`build_interval_model` takes plain integer data (``placement.cim.cpsat`` prepares
@@ -66,14 +67,15 @@ def build_interval_model(data: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
             return sum((dh[w] * x[w] for w in nodes if dh[w] > 0), start=0)
 
         m.add(makespan >= work(names))  # host-serial
-        for v in names:  # host work of ancestors before v, of descendants after it
-            if data["ancestors"][v]:
-                m.add(s[v] >= work(data["ancestors"][v]))
-            if data["descendants"][v]:
-                m.add(makespan >= e[v] + work(data["descendants"][v]))
-        desc = {v: set(d) for v, d in data["descendants"].items()}
-        for u, v in data["bottleneck_pairs"]:  # between consecutive bottlenecks
-            m.add(s[v] >= e[u] + work(sorted(desc[u] & set(data["ancestors"][v]))))
+        for v in names:  # host work of v's ancestors / descendants within its segment
+            p, before = data["before"][v]
+            if before:
+                m.add(s[v] >= (0 if p is None else e[p]) + work(before))
+            q, after = data["after"][v]
+            if after:
+                m.add((makespan if q is None else s[q]) >= e[v] + work(after))
+        for u, v, between in data["between"]:  # between consecutive bottlenecks
+            m.add(s[v] >= e[u] + work(between))
     m.minimize(makespan)
     for v in names:  # a feasible schedule on the same data: the hint
         on_host, start, finish = data["hint"][v]

@@ -1,0 +1,109 @@
+"""CIM placement at scale: synthetic fork-join graphs shaped like CNN/transformer graphs.
+
+``fork_join(n, w, seed)``: blocks of ``w`` parallel branches of 1-3 operators between a
+fork and a join operator (the join closes the block: a residual Add, a Concat), chained
+until about ``n`` operators; 40 % of the operators are CIM-capable (1-4 crossbars, an
+accelerator latency 0.1-1.5x the host's), transfers up to 0.3x the producer's host
+latency, a budget of 100 crossbars. Seeded: the same arguments give the same instance.
+
+For each size and width it reports preprocessing (parallel pairs, structure) and model
+build times (CPU seconds of this process), the model size and peak memory, and with
+``--solve`` the product's solve under ``--time-limit``: status, certified gap, wall time.
+
+    python benchmarks/cim_scale.py --sizes 500,1000,2000 --widths 2,4,8 [--solve --time-limit 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import time
+
+from placement.cim.instance import CimEdge, CimInstance, CimOperator
+
+
+def fork_join(n: int, w: int, seed: int = 0, budget: int = 100) -> CimInstance:
+    """A chain of fork-join blocks of about ``n`` operators, ``w`` branches each."""
+    rng = random.Random(seed * 1_000_003 + n * 101 + w)
+    ops: list[CimOperator] = []
+    edges: list[CimEdge] = []
+
+    def op(kind: str) -> str:
+        name = f"{kind}{len(ops)}"
+        t_host = rng.uniform(1e-5, 1e-3)
+        if kind == "op" and rng.random() < 0.4:
+            ops.append(CimOperator(name, t_host, t_host * rng.uniform(0.1, 1.5),
+                                   rng.randint(1, 4)))  # fmt: skip
+        else:
+            ops.append(CimOperator(name, t_host))
+        return name
+
+    def edge(u: str, v: str) -> None:
+        t_host = next(o.t_host for o in reversed(ops) if o.name == u)
+        edges.append(CimEdge(u, v, t_host * rng.uniform(0.0, 0.3)))
+
+    last = op("src")
+    while len(ops) < n:
+        fork = op("fork")
+        edge(last, fork)
+        ends = []
+        for _ in range(w):
+            prev = fork
+            for _ in range(rng.randint(1, 3)):
+                cur = op("op")
+                edge(prev, cur)
+                prev = cur
+            ends.append(prev)
+        join = op("join")
+        for e in ends:
+            edge(e, join)
+        last = join
+    return CimInstance.build(ops, edges, budget)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="500,1000,2000")
+    ap.add_argument("--widths", default="2,4,8")
+    ap.add_argument("--solve", action="store_true")
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--formulation", default="auto")
+    ap.add_argument("--solver", default="auto")
+    args = ap.parse_args()
+    from placement.cim.solve import build_model, resolve_formulation, solve
+    from placement.models.cim.structure import structure
+    from placement.solvers.contrib import model_size
+
+    print(f"{'n':>6}{'w':>3}{'ops':>7}{'pairs':>8}{'pairs s':>9}{'struct s':>9}{'build s':>9}"
+          f"{'rows':>9}{'peak MB':>9}" + (f"{'status':>14}{'gap %':>9}{'wall s':>8}"
+                                           if args.solve else ""))  # fmt: skip
+    for n in map(int, args.sizes.split(",")):
+        for w in map(int, args.widths.split(",")):
+            inst = fork_join(n, w)
+            t0 = time.process_time()
+            pairs = len(inst.parallel_pairs)
+            t1 = time.process_time()
+            structure(inst, 1.0)
+            t2 = time.process_time()
+            form = resolve_formulation(inst, args.formulation)
+            model = build_model(inst, form)
+            t3 = time.process_time()
+            rows = model_size(model).constraints
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            line = (f"{n:>6}{w:>3}{len(inst.operators):>7}{pairs:>8}{t1 - t0:>9.2f}"
+                    f"{t2 - t1:>9.2f}{t3 - t2:>9.2f}{rows:>9}{peak:>9.0f}")  # fmt: skip
+            if args.solve:
+                del model
+                tick = time.perf_counter()
+                placed = solve(inst, formulation=args.formulation, solver=args.solver,
+                               time_limit=args.time_limit)  # fmt: skip
+                wall = time.perf_counter() - tick
+                gap = placed.result.gap
+                line += (f"{placed.result.status.value:>14}"
+                         f"{'-' if gap is None else f'{100 * gap:.3f}':>9}{wall:>8.1f}")
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
