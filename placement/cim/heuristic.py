@@ -21,6 +21,7 @@ per-pair big-Ms), never a claim of optimality.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ import numpy as np
 
 from placement.cim.instance import CimInstance
 from placement.cim.schedule import CimSchedule, asap_schedule
+from placement.models.cim.structure import reachability, structure
 
 #: Local search may evaluate ``DEFAULT_WORK // n_operators`` assignments (at least
 #: ``_MIN_EVALS``, at most ``_MAX_EVALS``): 640 on a 250-operator graph, a few seconds
@@ -52,7 +54,11 @@ class _Graph:
     crossbars: list[int]
     preds: list[list[tuple[int, float]]]  # (pred index, transfer latency)
     succs: list[list[tuple[int, float]]]
-    descendants: np.ndarray  # bool matrix: descendants[u, v] = v reachable from u (v != u)
+    descendants: list[int]  # bitsets: bit v of descendants[u] = v reachable from u (v != u)
+    # Descendants of u, as the structure of the bounds states them: those before the next
+    # bottleneck (indices), and that bottleneck (everything from it on descends from u).
+    local_desc: list[list[int]]
+    next_bottleneck: list[int | None]
 
 
 def _index_graph(instance: CimInstance) -> _Graph:
@@ -68,11 +74,11 @@ def _index_graph(instance: CimInstance) -> _Graph:
         u, v = idx[e.src], idx[e.dst]
         preds[v].append((u, e.t_transfer))
         succs[u].append((v, e.t_transfer))
-    desc = np.zeros((n, n), dtype=bool)
-    for u in range(n - 1, -1, -1):  # reverse topological: successors are done
-        for w, _ in succs[u]:
-            desc[u, w] = True
-            desc[u] |= desc[w]
+    _, desc_of = reachability(g, topo, idx)
+    st = structure(instance, 1.0)  # the same topological order: ties by instance position
+    assert st["order"] == topo
+    local_desc = [[idx[w] for w in st["after"][v][1]] for v in topo]
+    next_bottleneck = [None if (q := st["after"][v][0]) is None else idx[q] for v in topo]
     ops = [instance.by_name[v] for v in topo]
     return _Graph(
         names=topo,
@@ -81,7 +87,9 @@ def _index_graph(instance: CimInstance) -> _Graph:
         crossbars=[op.crossbars if op.supported else 0 for op in ops],
         preds=preds,
         succs=succs,
-        descendants=desc,
+        descendants=[desc_of[v] for v in topo],
+        local_desc=local_desc,
+        next_bottleneck=next_bottleneck,
     )
 
 
@@ -96,7 +104,6 @@ class _Evaluator:
         self.t_host_arr = np.array(g.t_host)
         self.n_preds = [len(p) for p in g.preds]
         self.sources = [i for i in range(self.n) if not g.preds[i]]
-        self.desc_float = g.descendants.astype(float)
         self.evals = 0  # assignments evaluated
 
     def done(self, stop_at: int) -> bool:
@@ -124,8 +131,17 @@ class _Evaluator:
             tail[u] = dur[u] + best
         # Host work of each operator's descendants: a host operator feeding much later host
         # work should not be postponed (the host is the bottleneck resource).
-        host_work = self.t_host_arr * np.asarray(host, dtype=float)
-        below = (self.desc_float @ host_work).tolist()
+        # Everything after u's next bottleneck descends from u: a suffix sum, plus the
+        # descendants before it (segment-sized lists, not an n x n matrix).
+        host_work = (self.t_host_arr * np.asarray(host, dtype=float)).tolist()
+        suffix = [0.0] * (self.n + 1)
+        for i in range(self.n - 1, -1, -1):
+            suffix[i] = suffix[i + 1] + host_work[i]
+        below = [
+            math.fsum(host_work[j] for j in g.local_desc[i])
+            + (0.0 if (q := g.next_bottleneck[i]) is None else suffix[q])
+            for i in range(self.n)
+        ]
         energetic = [max(tail[i], dur[i] + below[i]) for i in range(self.n)]
         return [tail, energetic]
 
@@ -326,7 +342,7 @@ def _improve_sequence(
             if tries >= limit:
                 break
             a, b = order[p], order[p + 1]
-            if g.descendants[a, b]:
+            if g.descendants[a] >> b & 1:
                 continue  # a must precede b
             cand = order[:p] + [b, a] + order[p + 2 :]
             tries += 1
