@@ -8,7 +8,8 @@ latency, a budget of 100 crossbars. Seeded: the same arguments give the same ins
 
 For each size and width it reports preprocessing (parallel pairs, structure) and model
 build times (CPU seconds of this process), the model size and peak memory, and with
-``--solve`` the product's solve under ``--time-limit``: status, certified gap, wall time.
+``--solve`` the product's solve under ``--time-limit``: status, certified gap, wall time,
+peak memory after it, and the method (``--method``; "auto" decomposes these graphs).
 
     python benchmarks/cim_scale.py --sizes 500,1000,2000 --widths 2,4,8 [--solve --time-limit 60]
 """
@@ -70,14 +71,17 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--formulation", default="auto")
     ap.add_argument("--solver", default="auto")
+    ap.add_argument("--method", default="auto", help="auto, monolithic or decomposition")
+    ap.add_argument("--no-build", action="store_true",
+                    help="skip timing the whole model's build (with --solve at large sizes)")
     args = ap.parse_args()
     from placement.cim.solve import build_model, resolve_formulation, solve
     from placement.models.cim.structure import structure
     from placement.solvers.contrib import model_size
 
+    solve_head = f"{'status':>14}{'gap %':>9}{'wall s':>8}{'peak MB':>9}  method"
     print(f"{'n':>6}{'w':>3}{'ops':>7}{'pairs':>8}{'pairs s':>9}{'struct s':>9}{'build s':>9}"
-          f"{'rows':>9}{'peak MB':>9}" + (f"{'status':>14}{'gap %':>9}{'wall s':>8}"
-                                           if args.solve else ""))  # fmt: skip
+          f"{'rows':>9}{'peak MB':>9}" + (solve_head if args.solve else ""))  # fmt: skip
     for n in map(int, args.sizes.split(",")):
         for w in map(int, args.widths.split(",")):
             inst = fork_join(n, w)
@@ -86,22 +90,29 @@ def main() -> None:
             t1 = time.process_time()
             structure(inst, 1.0)
             t2 = time.process_time()
-            form = resolve_formulation(inst, args.formulation)
-            model = build_model(inst, form)
+            rows = 0
+            if not args.no_build:
+                model = build_model(inst, resolve_formulation(inst, args.formulation))
+                rows = model_size(model).constraints
+                del model
             t3 = time.process_time()
-            rows = model_size(model).constraints
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             line = (f"{n:>6}{w:>3}{len(inst.operators):>7}{pairs:>8}{t1 - t0:>9.2f}"
                     f"{t2 - t1:>9.2f}{t3 - t2:>9.2f}{rows:>9}{peak:>9.0f}")  # fmt: skip
             if args.solve:
-                del model
                 tick = time.perf_counter()
                 placed = solve(inst, formulation=args.formulation, solver=args.solver,
-                               time_limit=args.time_limit)  # fmt: skip
+                               time_limit=args.time_limit, method=args.method)  # fmt: skip
                 wall = time.perf_counter() - tick
                 gap = placed.result.gap
+                opts = placed.result.options
+                how = opts["method"]
+                if how == "decomposition":
+                    how += f" ({opts['blocks']} blocks, {opts['block_solves']} solves)"
+                peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                 line += (f"{placed.result.status.value:>14}"
-                         f"{'-' if gap is None else f'{100 * gap:.3f}':>9}{wall:>8.1f}")
+                         f"{'-' if gap is None else f'{100 * gap:.3f}':>9}{wall:>8.1f}"
+                         f"{peak:>9.0f}  {how}")
             print(line, flush=True)
 
 

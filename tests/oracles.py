@@ -136,3 +136,51 @@ def random_instance(
     ]
     total = sum(op.crossbars for op in ops if op.supported)
     return CimInstance.build(ops, edges, rng.randint(0, total))
+
+
+def block_structured_instance(
+    rng: random.Random,
+    blocks: int,
+    *,
+    width: int = 3,
+    depth: int = 2,
+    cim_prob: float = 0.6,
+    budget_share: float = 0.4,
+    transfer_range: tuple[float, float] = (0.0, 2e-3),
+) -> CimInstance:
+    """Blocks of up to ``width`` parallel chains (1..``depth`` operators) between cut
+    operators ``c0``..``c{blocks}``; cuts may run on the accelerator too. The budget is
+    ``budget_share`` of all crossbars, so the blocks compete for it."""
+    ops: list[CimOperator] = []
+    edges: list[CimEdge] = []
+
+    def add(name: str) -> None:
+        t_host = rng.uniform(1e-3, 1e-2)
+        if rng.random() < cim_prob:
+            ops.append(CimOperator(name, t_host, t_host * rng.uniform(0.05, 1.2),
+                                   rng.randint(1, 4)))  # fmt: skip
+        else:
+            ops.append(CimOperator(name, t_host))
+
+    def edge(u: str, v: str) -> None:
+        edges.append(CimEdge(u, v, rng.uniform(*transfer_range)))
+
+    add("c0")
+    for b in range(blocks):
+        cut = f"c{b + 1}"
+        lasts = []
+        for i in range(rng.randint(1, width)):
+            chain = [f"b{b}.{i}.{j}" for j in range(rng.randint(1, depth))]
+            for v in chain:
+                add(v)
+            edge(f"c{b}", chain[0])
+            for u, v in zip(chain, chain[1:], strict=False):
+                edge(u, v)
+            lasts.append(chain[-1])
+        add(cut)
+        for v in lasts:
+            edge(v, cut)
+        if rng.random() < 0.3:
+            edge(f"c{b}", cut)  # a skip connection around the block
+    total = sum(op.crossbars for op in ops if op.supported)
+    return CimInstance.build(ops, edges, int(budget_share * total))

@@ -21,6 +21,12 @@ Solvers:
 * ``auto``: ``cpsat+highs`` where the formulation is ``tightened`` (many parallel
   pairs: measured best on YOLOv5n), a start is allowed and OR-Tools is installed;
   HiGHS otherwise.
+
+Methods: ``monolithic`` solves the whole instance as one model; ``decomposition``
+splits it at the operators no edge jumps over and solves the blocks between them alone,
+combining them exactly (``placement.cim.decompose``; each block with the formulation
+and solver asked for); ``auto`` decomposes graphs of at least
+:data:`AUTO_DECOMPOSE_MIN_OPERATORS` operators that have at least two blocks.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from typing import Any, TextIO
 import pyomo.environ as pyo
 
 from placement.cim.cpsat import solve_cpsat
+from placement.cim.decompose import Decomposed, decompose, split
 from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimInstance
 from placement.cim.schedule import CimSchedule, best_start, retime
@@ -61,6 +68,11 @@ from placement.solvers.registry import MIP_BACKENDS, get_backend
 SOLVERS: tuple[str, ...] = ("auto", "highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi")
 #: What ``formulation=`` accepts.
 FORMULATION_CHOICES: tuple[str, ...] = ("auto", *FORMULATIONS)
+#: What ``method=`` accepts.
+METHODS: tuple[str, ...] = ("auto", "monolithic", "decomposition")
+#: "auto" decomposes instances of at least this many operators (with two blocks or more):
+#: smaller ones close as one model in about a second, less than the blocks' overhead.
+AUTO_DECOMPOSE_MIN_OPERATORS = 150
 
 #: Up to this many parallel pairs (Eq. 10), "auto" solves the bounded model without a
 #: heuristic: ResNets and MobileNetV2 (0-20 pairs) then close in well under a second,
@@ -229,6 +241,7 @@ def solve(
     warm_start: bool | None = None,
     tee: bool | list[TextIO] = False,
     starts: Sequence[CimSchedule] = (),
+    method: str = "auto",
 ) -> CimPlacement:
     """Optimal (or, with a time limit, best found) placement of ``instance``, verified.
 
@@ -246,7 +259,8 @@ def solve(
     ``starts``: feasible schedules (of this model, e.g. from a neighbouring point of a
     sweep) to start from; each is re-timed on ``instance``. Every solve starts from the
     best of them, the CPU-only schedule and the heuristic's (when it runs), and never
-    reports a placement worse than that start.
+    reports a placement worse than that start. ``method``: one of :data:`METHODS`
+    (module docstring); a model of your own is always solved whole.
 
     The result's ``options`` record ``formulation``, ``heuristic_makespan`` and
     ``heuristic_seconds`` (when the heuristic ran) and ``start`` (HiGHS's verdict).
@@ -256,12 +270,18 @@ def solve(
     options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads, tee=tee)
     options.check()
     deadline = Deadline(time_limit)
+    block_formulation, block_solver = _block_choices(formulation, solver)
     formulation = resolve_formulation(instance, formulation)
     solver = resolve_solver(formulation, solver, warm_start)
     if model is not None and solver not in MIP_BACKENDS:
         raise PlacementError(f"a Pyomo model of your own needs a MIP solver, not {solver!r}")
     given = [("given", s) for s in starts]
-    if solver == "cpsat":
+    blocks = _decomposition(instance, method, model)
+    if blocks is not None:
+        result, schedule = _solve_decomposed(
+            instance, block_formulation, block_solver, options, deadline, given, blocks,
+            warm_start)
+    elif solver == "cpsat":
         result, schedule = _cpsat(instance, options, deadline, given)
     elif solver == "cpsat+highs":
         result, schedule = _cpsat_then_highs(instance, options, deadline, given)
@@ -270,11 +290,109 @@ def solve(
             instance, solver, formulation, options, model=model, warm_start=warm_start,
             starts=given, deadline=deadline,
         )  # fmt: skip
+    if blocks is None:
+        result.options["method"] = "monolithic"
     verification = None
     if schedule is not None:
         verification = verify_cim(instance, schedule, claimed_makespan=result.objective)
         verification.raise_if_failed()
     return CimPlacement(instance, result, schedule, verification, instance.cpu_only_latency)
+
+
+def _decomposition(instance: CimInstance, method: str, model: pyo.ConcreteModel | None):
+    """The blocks and cuts to solve ``instance`` by, or None to solve it whole."""
+    if method not in METHODS:
+        raise PlacementError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+    if method == "monolithic":
+        return None
+    if model is not None:
+        if method == "decomposition":
+            raise PlacementError("a Pyomo model of your own is solved whole, not decomposed")
+        return None
+    blocks, cuts = split(instance)
+    if method == "auto" and (len(instance.operators) < AUTO_DECOMPOSE_MIN_OPERATORS
+                             or sum(1 for b in blocks if b.operators) < 2):
+        return None
+    return blocks, cuts
+
+
+#: What "auto" stands for on a block of a decomposition (measured on fork-join graphs of
+#: 2,000 operators: benchmarks/cim_scale.py).
+BLOCK_FORMULATION = "tightened"
+BLOCK_SOLVER = "highs"
+
+
+def _block_choices(formulation: str, solver: str) -> tuple[str, str]:
+    """The formulation and solver of each block solve (:data:`BLOCK_FORMULATION`,
+    :data:`BLOCK_SOLVER` for "auto")."""
+    return (BLOCK_FORMULATION if formulation == "auto" else formulation,
+            BLOCK_SOLVER if solver == "auto" else solver)  # fmt: skip
+
+
+def _solve_decomposed(
+    instance: CimInstance,
+    formulation: str,
+    solver: str,
+    options: SolveOptions,
+    deadline: Deadline,
+    starts: Sequence[tuple[str, CimSchedule]],
+    blocks_and_cuts,
+    warm_start: bool | None,
+) -> tuple[SolveResult, CimSchedule]:
+    """The decomposition (``placement.cim.decompose``) with each block solved by this
+    pipeline, whole; the result against the best start, with the certified bound."""
+    reserve = end_reserve(instance)
+    sizes: list[ModelSize] = []
+    statuses: dict[str, int] = {}
+
+    def solve_block(
+        sub: CimInstance, limit: float | None, known: list[CimSchedule]
+    ) -> tuple[CimSchedule, float]:
+        if limit is not None and limit < _MIN_SOLVE:
+            statuses["not solved (no time)"] = statuses.get("not solved (no time)", 0) + 1
+            return best_start(sub, [("known", s) for s in known])[1], 0.0
+        placed = solve(sub, formulation=formulation, solver=solver, time_limit=limit,
+                       rel_gap=options.rel_gap, threads=options.threads,
+                       warm_start=warm_start, starts=known, method="monolithic")  # fmt: skip
+        sizes.append(placed.result.size)
+        status = placed.result.status.value
+        statuses[status] = statuses.get(status, 0) + 1
+        schedule = placed.schedule or best_start(sub, [("known", s) for s in known])[1]
+        return schedule, placed.result.best_bound or 0.0
+
+    def left() -> float | None:
+        now = deadline.left()
+        return None if now is None else max(now - reserve, 0.0)
+
+    tick = time.perf_counter()
+    done: Decomposed = decompose(instance, solve_block, rel_gap=options.rel_gap, left=left,
+                                 blocks_and_cuts=blocks_and_cuts)  # fmt: skip
+    seconds = time.perf_counter() - tick
+    origin, schedule = best_start(instance, starts)
+    if done.schedule.makespan <= schedule.makespan:
+        origin, schedule = "decomposition", done.schedule
+    makespan = schedule.makespan
+    bound = min(done.lower_bound, makespan)
+    gap = max(makespan - bound, 0.0) / makespan if makespan > 0 else 0.0
+    status = SolveStatus.OPTIMAL if gap <= options.rel_gap else SolveStatus.TIME_LIMIT
+    notes = [f"decomposed into {done.blocks} blocks at {done.cuts} cut operators,"
+             f" {done.solves} block solves in {done.rounds} rounds"]  # fmt: skip
+    if status != SolveStatus.OPTIMAL:
+        notes.append(f"stopped: {done.ended}")
+    if origin != "decomposition":
+        notes.append(f"{origin} schedule reported (better than the combination)")
+    size = ModelSize(sum(s.variables for s in sizes), sum(s.binaries for s in sizes),
+                     sum(s.constraints for s in sizes))  # fmt: skip
+    extra = options.recorded() | done.to_json() | {
+        "formulation": formulation, "block_statuses": statuses, "start_from": origin,
+        "phases": [{"phase": "decomposition", "seconds": seconds}],
+    }  # fmt: skip
+    result = SolveResult(
+        status=status, solver=solver, objective=makespan, best_bound=bound, gap=gap,
+        build_seconds=0.0, solve_seconds=seconds, size=size, message="; ".join(notes),
+        options=extra,
+    )  # fmt: skip
+    return result, schedule
 
 
 def solve_mip(

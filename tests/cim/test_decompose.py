@@ -1,0 +1,212 @@
+"""Exact decomposition at cut operators (``placement.cim.decompose``).
+
+Oracles: networkx reachability for the cuts; the brute force over every placement as
+the block solver and on the whole instance (no MIP involved); the monolithic model's
+optimum on instances too big for the brute force; the verifier on every assembled
+placement.
+"""
+
+from __future__ import annotations
+
+import random
+
+import networkx as nx
+import pytest
+from oracles import block_structured_instance, brute_force_makespan, random_instance
+
+from placement.cim.decompose import (
+    CIM,
+    ENTRY,
+    EXIT,
+    HOST,
+    block_instance,
+    cut_operators,
+    decompose,
+    split,
+)
+from placement.cim.heuristic import heuristic_schedule
+from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.schedule import asap_schedule
+from placement.cim.solve import AUTO_DECOMPOSE_MIN_OPERATORS, solve
+from placement.cim.verify import verify_cim
+from placement.errors import PlacementError
+from placement.solvers.base import SolveStatus
+
+
+def exact_block_solver(sub: CimInstance, limit: float | None, starts=()):
+    """The brute force as block solver: the optimum, proven (bound == makespan)."""
+    best, on_host, order = brute_force_makespan(sub)
+    return asap_schedule(sub, on_host, order), best
+
+
+def heuristic_block_solver(sub: CimInstance, limit: float | None, starts=()):
+    """A block solver that proves nothing: the heuristic, bound 0."""
+    return heuristic_schedule(sub), 0.0
+
+
+def cuts_by_definition(instance: CimInstance) -> list[str]:
+    """Operators comparable with every other one and jumped over by no edge."""
+    g = instance.graph
+    cuts = []
+    for v in g.nodes:
+        anc, desc = nx.ancestors(g, v), nx.descendants(g, v)
+        if len(anc) + len(desc) != len(g) - 1:
+            continue
+        if any(u in anc and w in desc for u, w in g.edges):
+            continue
+        cuts.append(v)
+    return cuts
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(12))
+def test_cuts_match_their_definition(seed):
+    rng = random.Random(seed)
+    inst = (block_structured_instance(rng, 4) if seed % 2
+            else random_instance(rng, 9, edge_prob=0.5))  # fmt: skip
+    assert sorted(cut_operators(inst)) == sorted(cuts_by_definition(inst))
+
+
+@pytest.mark.unit
+def test_a_skip_edge_over_an_operator_makes_it_no_cut():
+    ops = [CimOperator(v, 1.0, 0.5, 1) for v in "abc"]
+    edges = [CimEdge("a", "b", 0.1), CimEdge("b", "c", 0.1), CimEdge("a", "c", 5.0)]
+    inst = CimInstance.build(ops, edges, 3)
+    # b is comparable with a and c, but a -> c jumps over it: its transfer couples a and c.
+    assert cut_operators(inst) == ["a", "c"]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(6))
+def test_blocks_partition_the_operators_between_their_cuts(seed):
+    inst = block_structured_instance(random.Random(seed), 5)
+    blocks, cuts = split(inst)
+    assert len(blocks) == len(cuts) + 1
+    names = [v for b in blocks for v in b.operators] + cuts
+    assert sorted(names) == sorted(op.name for op in inst.operators)
+    g = inst.graph
+    for block in blocks:
+        for v in block.operators:
+            if block.entry is not None:
+                assert v in nx.descendants(g, block.entry)
+            if block.exit is not None:
+                assert v in nx.ancestors(g, block.exit)
+
+
+@pytest.mark.unit
+def test_a_block_instance_carries_the_cut_transfers_and_devices():
+    ops = [CimOperator("a", 1.0, 0.5, 2), CimOperator("x", 2.0, 0.1, 1),
+           CimOperator("b", 1.0)]  # fmt: skip
+    edges = [CimEdge("a", "x", 0.25), CimEdge("x", "b", 0.5), CimEdge("a", "b", 0.75)]
+    inst = CimInstance.build(ops, edges, 3)
+    blocks, cuts = split(inst)
+    assert cuts == ["a", "b"] and blocks[1].operators == ("x",)
+    sub = block_instance(inst, blocks[1], CIM, HOST, 1)
+    assert {(e.src, e.dst): e.t_transfer for e in sub.edges} == {
+        (ENTRY, "x"): 0.25, ("x", EXIT): 0.5, (ENTRY, EXIT): 0.75}
+    assert sub.by_name[ENTRY].supported and sub.by_name[ENTRY].crossbars == 0
+    assert not sub.by_name[EXIT].supported
+    assert sub.crossbar_budget == 1
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(10))
+def test_combining_exact_blocks_gives_the_brute_force_optimum(seed):
+    """No MIP anywhere: blocks by brute force, the whole by brute force."""
+    rng = random.Random(100 + seed)
+    inst = block_structured_instance(rng, 3, width=2, depth=2,
+                                     budget_share=rng.choice([0.0, 0.2, 0.4, 1.0]))  # fmt: skip
+    best = brute_force_makespan(inst)[0]
+    done = decompose(inst, exact_block_solver, rel_gap=0.0)
+    assert done.ended == "optimal"
+    assert done.schedule.makespan == pytest.approx(best, rel=1e-9)
+    assert done.lower_bound == pytest.approx(best, rel=1e-9)
+    assert verify_cim(inst, done.schedule).ok
+
+
+@pytest.mark.unit
+def test_blocks_whose_frontier_is_not_needed_are_solved_once():
+    # Host-only cuts and a budget that fits everything: one solve per block, each with
+    # all the block can use, and the two programs meet at once.
+    inst = block_structured_instance(random.Random(5), 5, budget_share=1.0)
+    cuts = set(split(inst)[1])
+    ops = [CimOperator(op.name, op.t_host) if op.name in cuts else op for op in inst.operators]
+    inst = CimInstance.build(ops, inst.edges, inst.crossbar_budget)
+    done = decompose(inst, exact_block_solver, rel_gap=0.0)
+    assert done.ended == "optimal" and done.rounds == 1
+    assert done.solves == sum(1 for b in split(inst)[0] if b.operators)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(6))
+def test_unproven_blocks_still_give_a_valid_bound_and_placement(seed):
+    inst = block_structured_instance(random.Random(200 + seed), 3, width=2, depth=2)
+    best = brute_force_makespan(inst)[0]
+    done = decompose(inst, heuristic_block_solver)
+    assert done.lower_bound <= best * (1 + 1e-9)
+    assert done.schedule.makespan >= best * (1 - 1e-9)
+    assert verify_cim(inst, done.schedule).ok
+
+
+@pytest.mark.unit
+def test_out_of_time_leaves_the_blocks_on_the_host_and_the_floor():
+    inst = block_structured_instance(random.Random(7), 4)
+    done = decompose(inst, exact_block_solver, left=lambda: 0.0)
+    assert done.solves == 0 and done.ended == "out of time"
+    blocks, _ = split(inst)
+    assert all(done.schedule.on_host[v] for b in blocks for v in b.operators)  # cuts may move
+    assert verify_cim(inst, done.schedule).ok
+    assert 0.0 < done.lower_bound <= brute_force_makespan(inst)[0]
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+def test_decomposition_equals_the_monolithic_optimum(seed, solver):
+    rng = random.Random(300 + seed)
+    inst = block_structured_instance(rng, 6, width=3, depth=3,
+                                     budget_share=rng.choice([0.1, 0.3, 0.5]),
+                                     transfer_range=(0.0, rng.choice([1e-3, 1e-2])))  # fmt: skip
+    whole = solve(inst, method="monolithic", solver="highs", rel_gap=0.0)
+    # CP-SAT rounds latencies down to its time unit: its proofs hold to about 1e-8.
+    parts = solve(inst, method="decomposition", solver=solver, rel_gap=1e-7)
+    assert whole.result.status == SolveStatus.OPTIMAL
+    assert parts.schedule is not None and parts.verification.ok
+    assert parts.schedule.makespan == pytest.approx(whole.schedule.makespan, rel=1e-6)
+    assert parts.result.best_bound <= whole.schedule.makespan * (1 + 1e-6)
+    assert parts.result.options["method"] == "decomposition"
+    assert parts.result.options["blocks"] >= 2
+
+
+@pytest.mark.solver
+def test_cuts_on_the_accelerator_are_chosen_when_they_pay():
+    # Two blocks joined at m, much faster on CIM; the transfers around it are small.
+    ops = [CimOperator("a", 1e-3), CimOperator("x", 4e-3, 1e-3, 1),
+           CimOperator("m", 9e-3, 1e-4, 2), CimOperator("y", 4e-3, 1e-3, 1),
+           CimOperator("z", 3e-3), CimOperator("b", 1e-3)]  # fmt: skip
+    edges = [CimEdge("a", "x", 1e-4), CimEdge("a", "m", 1e-4), CimEdge("x", "m", 1e-4),
+             CimEdge("m", "y", 1e-4), CimEdge("m", "z", 1e-4), CimEdge("y", "b", 1e-4),
+             CimEdge("z", "b", 1e-4)]  # fmt: skip
+    inst = CimInstance.build(ops, edges, 3)
+    placed = solve(inst, method="decomposition", rel_gap=0.0)
+    assert placed.schedule.on_host["m"] is False
+    assert placed.schedule.makespan == pytest.approx(brute_force_makespan(inst)[0], rel=1e-9)
+
+
+@pytest.mark.solver
+def test_auto_solves_small_graphs_whole_and_records_the_method():
+    inst = block_structured_instance(random.Random(1), 4)
+    assert len(inst.operators) < AUTO_DECOMPOSE_MIN_OPERATORS
+    placed = solve(inst)
+    assert placed.result.options["method"] == "monolithic"
+
+
+@pytest.mark.solver
+def test_a_model_of_your_own_is_not_decomposed():
+    from placement.cim.solve import build_model
+
+    inst = block_structured_instance(random.Random(2), 3)
+    with pytest.raises(PlacementError, match="solved whole"):
+        solve(inst, model=build_model(inst, "bounded"), method="decomposition")
+    with pytest.raises(PlacementError, match="unknown method"):
+        solve(inst, method="blocks")
