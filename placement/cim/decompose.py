@@ -439,10 +439,12 @@ def decompose(
     rel_gap: float = 1e-4,
     left: Callable[[], float | None] = lambda: None,
     blocks_and_cuts: tuple[list[Block], list[str]] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Decomposed:
     """Solve ``instance`` block by block until the combination is proven within
     ``rel_gap``, nothing more can be learnt, or ``left()`` (the time left, None: no
-    limit) runs out (module docstring). In a round, each block solve may take a share
+    limit) runs out (module docstring); ``progress`` gets a line after every round. In
+    a round, each block solve may take a share
     of :data:`ROUND_SHARE` of the time left, by its number of operators, but at least
     :data:`MIN_BLOCK_SECONDS` while any time is left."""
     blocks, cuts = blocks_and_cuts or split(instance)
@@ -490,6 +492,10 @@ def decompose(
             ended = "block solves that ended at their time limit leave a gap"
             break
         rounds += 1
+        if progress is not None:
+            total = sum(f.solves for f in frontiers.values())
+            progress(f"decomposition round {rounds}: {solved} block solves ({total} in all);"
+                     f" before it, best {upper:.6g} s, bound {lower:.6g} s")  # fmt: skip
     sizes = [len(b.operators) for b in blocks]
     return Decomposed(
         assemble(instance, blocks, frontiers, picks), min(lower, upper),

@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -73,6 +73,10 @@ METHODS: tuple[str, ...] = ("auto", "monolithic", "decomposition")
 #: "auto" decomposes instances of at least this many operators (with two blocks or more):
 #: smaller ones close as one model in about a second, less than the blocks' overhead.
 AUTO_DECOMPOSE_MIN_OPERATORS = 150
+#: What "auto" stands for on a block of a decomposition (measured on fork-join graphs of
+#: 2,000 operators: benchmarks/cim_scale.py).
+BLOCK_FORMULATION = "tightened"
+BLOCK_SOLVER = "highs"
 
 #: Up to this many parallel pairs (Eq. 10), "auto" solves the bounded model without a
 #: heuristic: ResNets and MobileNetV2 (0-20 pairs) then close in well under a second,
@@ -242,6 +246,7 @@ def solve(
     tee: bool | list[TextIO] = False,
     starts: Sequence[CimSchedule] = (),
     method: str = "auto",
+    progress: Callable[[str], None] | None = None,
 ) -> CimPlacement:
     """Optimal (or, with a time limit, best found) placement of ``instance``, verified.
 
@@ -260,7 +265,8 @@ def solve(
     sweep) to start from; each is re-timed on ``instance``. Every solve starts from the
     best of them, the CPU-only schedule and the heuristic's (when it runs), and never
     reports a placement worse than that start. ``method``: one of :data:`METHODS`
-    (module docstring); a model of your own is always solved whole.
+    (module docstring); a model of your own is always solved whole. ``progress`` gets
+    a line now and then during a long (decomposed) solve.
 
     The result's ``options`` record ``formulation``, ``heuristic_makespan`` and
     ``heuristic_seconds`` (when the heuristic ran) and ``start`` (HiGHS's verdict).
@@ -270,7 +276,7 @@ def solve(
     options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads, tee=tee)
     options.check()
     deadline = Deadline(time_limit)
-    block_formulation, block_solver = _block_choices(formulation, solver)
+    block_formulation, block_solver = block_choices(formulation, solver)
     formulation = resolve_formulation(instance, formulation)
     solver = resolve_solver(formulation, solver, warm_start)
     if model is not None and solver not in MIP_BACKENDS:
@@ -280,7 +286,7 @@ def solve(
     if blocks is not None:
         result, schedule = _solve_decomposed(
             instance, block_formulation, block_solver, options, deadline, given, blocks,
-            warm_start)
+            warm_start, progress)
     elif solver == "cpsat":
         result, schedule = _cpsat(instance, options, deadline, given)
     elif solver == "cpsat+highs":
@@ -297,6 +303,18 @@ def solve(
         verification = verify_cim(instance, schedule, claimed_makespan=result.objective)
         verification.raise_if_failed()
     return CimPlacement(instance, result, schedule, verification, instance.cpu_only_latency)
+
+
+def resolve_method(instance: CimInstance, method: str) -> str:
+    """"monolithic" or "decomposition": what ``method`` stands for on ``instance``."""
+    return "monolithic" if _decomposition(instance, method, None) is None else "decomposition"
+
+
+def block_choices(formulation: str, solver: str) -> tuple[str, str]:
+    """The formulation and solver of each block solve (:data:`BLOCK_FORMULATION`,
+    :data:`BLOCK_SOLVER` for "auto")."""
+    return (BLOCK_FORMULATION if formulation == "auto" else formulation,
+            BLOCK_SOLVER if solver == "auto" else solver)  # fmt: skip
 
 
 def _decomposition(instance: CimInstance, method: str, model: pyo.ConcreteModel | None):
@@ -316,19 +334,6 @@ def _decomposition(instance: CimInstance, method: str, model: pyo.ConcreteModel 
     return blocks, cuts
 
 
-#: What "auto" stands for on a block of a decomposition (measured on fork-join graphs of
-#: 2,000 operators: benchmarks/cim_scale.py).
-BLOCK_FORMULATION = "tightened"
-BLOCK_SOLVER = "highs"
-
-
-def _block_choices(formulation: str, solver: str) -> tuple[str, str]:
-    """The formulation and solver of each block solve (:data:`BLOCK_FORMULATION`,
-    :data:`BLOCK_SOLVER` for "auto")."""
-    return (BLOCK_FORMULATION if formulation == "auto" else formulation,
-            BLOCK_SOLVER if solver == "auto" else solver)  # fmt: skip
-
-
 def _solve_decomposed(
     instance: CimInstance,
     formulation: str,
@@ -338,6 +343,7 @@ def _solve_decomposed(
     starts: Sequence[tuple[str, CimSchedule]],
     blocks_and_cuts,
     warm_start: bool | None,
+    progress: Callable[[str], None] | None,
 ) -> tuple[SolveResult, CimSchedule]:
     """The decomposition (``placement.cim.decompose``) with each block solved by this
     pipeline, whole; the result against the best start, with the certified bound."""
@@ -366,7 +372,7 @@ def _solve_decomposed(
 
     tick = time.perf_counter()
     done: Decomposed = decompose(instance, solve_block, rel_gap=options.rel_gap, left=left,
-                                 blocks_and_cuts=blocks_and_cuts)  # fmt: skip
+                                 blocks_and_cuts=blocks_and_cuts, progress=progress)  # fmt: skip
     seconds = time.perf_counter() - tick
     origin, schedule = best_start(instance, starts)
     if done.schedule.makespan <= schedule.makespan:
