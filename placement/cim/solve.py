@@ -41,7 +41,7 @@ from typing import Any, TextIO
 import pyomo.environ as pyo
 
 from placement.cim.cpsat import solve_cpsat
-from placement.cim.decompose import Decomposed, decompose, split
+from placement.cim.decompose import Decomposed, decompose, split, trivial_bound
 from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimInstance
 from placement.cim.schedule import CimSchedule, best_start, retime
@@ -298,11 +298,31 @@ def solve(
         )  # fmt: skip
     if blocks is None:
         result.options["method"] = "monolithic"
+        if schedule is not None:
+            result = _with_floor(result, instance, options.rel_gap)
     verification = None
     if schedule is not None:
         verification = verify_cim(instance, schedule, claimed_makespan=result.objective)
         verification.raise_if_failed()
     return CimPlacement(instance, result, schedule, verification, instance.cpu_only_latency)
+
+
+def _with_floor(result: SolveResult, instance: CimInstance, rel_gap: float) -> SolveResult:
+    """``result`` with its bound raised to the trivial bound (longest path at the faster
+    latencies; host-only work) where the solver's is lower or missing, so that a solve
+    stopped early still reports a certified gap, never an unknown one."""
+    floor = trivial_bound(instance)
+    if result.objective is None or (result.best_bound is not None and result.best_bound >= floor):
+        return result
+    makespan = result.objective
+    gap = max(makespan - floor, 0.0) / makespan if makespan > 0 else 0.0
+    status = result.status
+    if status == SolveStatus.TIME_LIMIT and gap <= rel_gap:
+        status = SolveStatus.OPTIMAL
+    note = "bound: the longest path at the faster latencies (the solver's was lower)"
+    message = "; ".join(m for m in (result.message, note) if m)
+    return dataclasses.replace(result, best_bound=floor, gap=gap, status=status,
+                               message=message)  # fmt: skip
 
 
 def resolve_method(instance: CimInstance, method: str) -> str:

@@ -12,6 +12,7 @@ import random
 import pytest
 from oracles import block_structured_instance
 
+from placement.cim.decompose import trivial_bound
 from placement.cim.solve import build_estimate, solve
 from placement.cim.verify import verify_cim
 from placement.solvers.base import SolveStatus
@@ -38,6 +39,9 @@ def test_a_model_too_big_to_build_in_time_is_skipped_with_its_reason(large):
     assert placed.result.status == SolveStatus.TIME_LIMIT
     assert placed.schedule is not None and placed.verification.ok
     assert placed.schedule.makespan <= large.cpu_only_latency * (1 + 1e-12)
+    # no solver bound at all, yet a certified gap: the longest-path floor
+    assert placed.result.best_bound == pytest.approx(trivial_bound(large))
+    assert 0.0 <= placed.result.gap < 1.0
 
 
 @pytest.mark.solver

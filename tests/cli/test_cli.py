@@ -235,6 +235,28 @@ def test_solve_with_cpsat_then_highs_matches_highs(capsys, tmp_path):
     assert docs["cpsat+highs"]["makespan"] == pytest.approx(docs["highs"]["makespan"], rel=1e-6)
 
 
+@pytest.mark.integration
+def test_solve_by_decomposition_matches_the_whole_model(capsys, tmp_path):
+    profile = tmp_path / "p.json"
+    assert run(capsys, "profile", INT8, "-o", profile, *FAST)[0] == 0
+    docs, outs = {}, {}
+    for method in ("monolithic", "decomposition"):
+        out_file = tmp_path / f"{method}.json"
+        code, outs[method], err = run(
+            capsys, "solve", INT8, "--profile", profile, "--method", method, "--gap", "0",
+            "--solver", "highs", "--json", out_file,
+        )  # fmt: skip
+        assert code == 0, err
+        docs[method] = json.loads(out_file.read_text())
+    parts = docs["decomposition"]
+    assert parts["result"]["options"]["method"] == "decomposition"
+    assert docs["monolithic"]["result"]["options"]["method"] == "monolithic"
+    assert parts["verification"]["ok"] is True
+    assert parts["makespan"] == pytest.approx(docs["monolithic"]["makespan"], rel=1e-6)
+    assert "solver: decomposition into" in outs["decomposition"]
+    assert "certified gap" in outs["decomposition"]
+
+
 @pytest.mark.unit
 def test_auto_solver_uses_cpsat_then_highs_only_on_branched_graphs():
     import random
