@@ -66,9 +66,11 @@ def export_model(
     *,
     model_path: str,
     hardware: dict[str, Any],
+    host: dict[str, Any] | None = None,
 ) -> ExportedModel:
     """The CIM ILP of ``instance`` (``formulation`` as for ``placement solve``) written to
-    ``path`` (.mps or .lp), with the ``<file>.json`` sidecar that says what it means."""
+    ``path`` (.mps or .lp), with the ``<file>.json`` sidecar that says what it means;
+    ``host``: where the host latencies came from (``HostLatencySource.to_json()``)."""
     path = Path(path)
     model = build_model(instance, formulation)
     write_model(model, path)
@@ -85,6 +87,7 @@ def export_model(
                       "transfer[u,v]": "1 = u and v on different devices",
                       "order[u,v]": "1 = u before v on the host (parallel pairs)"},
         "hardware": hardware,
+        **({"host": host} if host is not None else {}),
         "size": {"variables": size.variables, "binaries": size.binaries,
                  "constraints": size.constraints},
         "operators": len(instance.operators),

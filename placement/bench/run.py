@@ -6,7 +6,12 @@ of 25/50/100/200 crossbars x 50/100/500/1000 ns MVM latency, or the preset alone
 CIM instance is built once and every (formulation, solver) combination is run on it.
 Every placement is verified (``placement.cim.verify.verify_cim``); the ``verified`` column
 says so per run. Host latencies are profiled once per network and cached as
-``<out>/profiles/<network>-<sha12>.json`` (reused on rerun when the ONNX file is the same).
+``<out>/profiles/<network>-<sha12>.json`` (reused on rerun when the ONNX file is the same);
+hardware whose host sets ``latency = "model"`` (``arm-a72-model``, ``x86-ryzen-model``)
+takes them from the analytical host model instead, and nothing is profiled when every
+hardware does. The ``host_latencies`` and ``host_mismatch`` columns say where they came
+from (:mod:`placement.hardware.hostcheck`); a profile measured on another architecture
+than a hardware's host is one warning per network and hardware.
 
 Solvers ("modes"), every run through the one CIM pipeline
 (:func:`placement.cim.solve.solve`: same extraction, fallback and verification):
@@ -54,6 +59,7 @@ from placement.cim.solve import solve, unavailable_reason
 from placement.errors import PlacementError
 from placement.graph import load_graph
 from placement.hardware.cim import load_hardware, with_overrides
+from placement.hardware.hostcheck import host_latency_source
 from placement.networks.zoo import NETWORKS, network_path
 from placement.profiling.host_profile import HostProfile
 from placement.profiling.ort.measure import profile_model
@@ -74,7 +80,7 @@ COLUMNS = (
     "operators", "edges", "parallel_pairs", "variables", "binaries", "constraints",
     "heuristic_s", "build_s", "solve_s", "total_s", "overhead_s", "build_share",
     "status", "objective_s", "bound_s", "gap", "verified", "heuristic_makespan_s",
-    "cpu_only_s", "speedup", "start", "message",
+    "cpu_only_s", "speedup", "start", "message", "host_latencies", "host_mismatch",
 )  # fmt: skip
 
 
@@ -136,8 +142,9 @@ class BenchNetwork:
     name: str
     path: Path
     graph: Any  # OpGraph
-    latencies: dict[str, float]
-    profile_file: Path
+    latencies: dict[str, float] | None  # None: not profiled (every hardware models the host)
+    profile_file: Path | None
+    metadata: dict[str, Any] | None = None  # the profile's metadata (machine, cpu, ...)
 
 
 def resolve_network(spec: str) -> tuple[str, Path]:
@@ -153,10 +160,14 @@ def resolve_network(spec: str) -> tuple[str, Path]:
 
 
 def load_network(spec: str, out_dir: Path, *, runs: int = 20, warmup: int = 5,
-                 log: Callable[[str], None] = lambda _: None) -> BenchNetwork:
-    """Ingest and profile once; the profile JSON is cached under ``out_dir/profiles``."""
+                 log: Callable[[str], None] = lambda _: None,
+                 profile: bool = True) -> BenchNetwork:
+    """Ingest and profile once; the profile JSON is cached under ``out_dir/profiles``.
+    ``profile=False``: ingest only (every hardware models the host latencies)."""
     name, path = resolve_network(spec)
     graph = load_graph(path)
+    if not profile:
+        return BenchNetwork(name, path, graph, None, None)
     cache = out_dir / "profiles" / f"{name}-{graph.sha256[:12]}.json"
     if cache.exists():
         profile = HostProfile.load(cache)
@@ -168,7 +179,7 @@ def load_network(spec: str, out_dir: Path, *, runs: int = 20, warmup: int = 5,
         cache.parent.mkdir(parents=True, exist_ok=True)
         profile.save(cache)
         log(f"{name}: profiled in {time.perf_counter() - tick:.1f} s, saved {cache}")
-    return BenchNetwork(name, path, graph, dict(profile.latencies), cache)
+    return BenchNetwork(name, path, graph, dict(profile.latencies), cache, profile.metadata)
 
 
 def parse_grid(spec: str) -> tuple[tuple[int | None, float | None], ...]:
@@ -197,7 +208,9 @@ def grid_instances(
     for crossbars, t_mvm in parse_grid(grid):
         hw = with_overrides(base, crossbars=crossbars, t_mvm_ns=t_mvm)
         try:
-            inst: CimInstance | PlacementError = cim_instance(net.graph, net.latencies, hw.cim)
+            inst: CimInstance | PlacementError = cim_instance(
+                net.graph, net.latencies, hw.cim, host=hw.host
+            )
         except PlacementError as exc:
             inst = exc
         yield hw.cim.crossbars, round(hw.cim.t_mvm * 1e9, 6), inst
@@ -238,11 +251,14 @@ def run_bench(
     repeat: int = 1,
     profile_runs: int = 20,
     progress: TextIO | None = sys.stderr,
+    warn: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run everything; rows are written to ``out_dir/runs.csv`` and ``runs.json`` as they come.
 
     An unavailable solver gets one row per point with status ``unavailable`` and the reason
     (the rest still runs); a failed run is a row with status ``error`` and its message.
+    ``warn`` receives one sentence per network and hardware whose profile was measured on
+    another architecture than the hardware's host (default: a line on ``progress``).
     """
     points = parse_grid(grid)
     bad = [f for f in formulations if f not in FORMULATION_NAMES]
@@ -261,18 +277,26 @@ def run_bench(
     for s, why in reasons.items():
         if why is not None:
             log(f"placement bench: solver {s} unavailable: {why}")
+    say_warning = warn or (lambda text: log(f"placement: warning: {text}"))
     pairs = combos(formulations, solvers)
-    nets = [load_network(spec, out_dir, runs=profile_runs, log=log) for spec in networks]
+    bases = {h: load_hardware(h) for h in hardware}  # a bad name fails before profiling
+    measured = any(not hw.host.modelled for hw in bases.values())
+    nets = [load_network(spec, out_dir, runs=profile_runs, log=log, profile=measured)
+            for spec in networks]  # fmt: skip
     total = len(nets) * len(hardware) * len(points) * len(pairs) * repeat
     rows: list[dict[str, Any]] = []
     done = 0
     started = time.perf_counter()
     for net in nets:
         for hw_name in hardware:
+            source = host_latency_source(bases[hw_name].name, bases[hw_name].host, net.metadata)
+            if source.warning:  # once per network and hardware
+                say_warning(f"{net.name} on {hw_name}: {source.warning}")
             for crossbars, t_mvm, inst in grid_instances(net, hw_name, grid):
                 for formulation, solver in pairs:
                     for rep in range(repeat):
                         row = _row_base(net, hw_name, crossbars, t_mvm, formulation, solver, rep)
+                        row.update(host_latencies=source.detail, host_mismatch=source.mismatch)
                         if isinstance(inst, PlacementError):
                             row.update(status="error", verified=False, message=str(inst))
                         elif reasons[solver] is not None:

@@ -64,7 +64,8 @@ def _pct(v: float | None) -> float | None:
 def format_summary(summary: Sequence[dict[str, Any]]) -> list[str]:
     """The Table-I-shaped text table (gaps in %, times in s)."""
     w = max([14, *(len(str(s["network"])) + 2 for s in summary)])
-    head = (f"{'network':<{w}}{'hw':<10}{'formulation':<12}{'solver':<12}{'ops':>5}{'vars':>7}"
+    hw_w = max([10, *(len(str(s["hardware"])) + 2 for s in summary)])
+    head = (f"{'network':<{w}}{'hw':<{hw_w}}{'formulation':<12}{'solver':<12}{'ops':>5}{'vars':>7}"
             f"{'bins':>7}{'rows':>7}{'mean s':>9}{'max s':>9}{'mean gap%':>10}{'max gap%':>9}"
             f"{'opt/pts':>9}{'verif':>7}{'build%':>7}")
     lines = [head, "-" * len(head)]
@@ -74,7 +75,7 @@ def format_summary(summary: Sequence[dict[str, Any]]) -> list[str]:
 
     for s in summary:
         lines.append(
-            f"{s['network']:<{w}}{s['hardware']:<10}{s['formulation']:<12}{s['solver']:<12}"
+            f"{s['network']:<{w}}{s['hardware']:<{hw_w}}{s['formulation']:<12}{s['solver']:<12}"
             f"{num(s['operators'], 'd'):>5}{num(s['variables'], 'd'):>7}"
             f"{num(s['binaries'], 'd'):>7}{num(s['constraints'], 'd'):>7}"
             f"{num(s['mean_total_s'], '.3f'):>9}{num(s['max_total_s'], '.2f'):>9}"

@@ -32,9 +32,16 @@ def instance(
     graph: OpGraph, profile: Any, hardware: Hardware | CimSpec
 ) -> CimInstance:
     """The ILP's data: ``graph``'s operators with host latencies from ``profile`` (a host
-    profile of this very model, or a mapping operator -> seconds) on ``hardware``."""
-    latencies: Mapping[str, float]
-    if isinstance(profile, Mapping):
+    profile of this very model, or a mapping operator -> seconds) on ``hardware``.
+
+    Hardware whose host sets ``latency = "model"`` (e.g. preset ``arm-a72-model``) takes
+    the host latencies from the analytical host model, an estimate; ``profile`` may then
+    be None and is not used."""
+    latencies: Mapping[str, float] | None
+    host = hardware.host if isinstance(hardware, Hardware) else None
+    if profile is None or (host is not None and host.modelled):
+        latencies = None
+    elif isinstance(profile, Mapping):
         latencies = profile
     else:
         if not hasattr(profile, "latencies"):
@@ -44,7 +51,7 @@ def instance(
         profile.check_matches(graph.sha256, graph.path)
         latencies = profile.latencies
     spec = hardware.cim if isinstance(hardware, Hardware) else hardware
-    return cim_instance(graph, latencies, spec)
+    return cim_instance(graph, latencies, spec, host=host)
 
 
 heuristic = heuristic_schedule

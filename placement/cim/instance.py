@@ -8,9 +8,11 @@ crossbar count ``N_crossbar,v``; per data edge the transfer latency
 ONNX, profiling or hardware files, so models, solvers, verifiers and oracles
 can be tested on hand-made instances. All times are in seconds.
 
-:func:`cim_instance` is where the three sources of numbers meet: measured host
-latencies (``T_host,v``), the analytical accelerator model (``T_acc,v``,
-``N_crossbar,v``) and the bus model (``T_transfer``).
+:func:`cim_instance` is where the three sources of numbers meet: host latencies
+(``T_host,v``: measured by ONNX Runtime, or estimated by the analytical host model
+:mod:`placement.devices.host` when the hardware's host says ``latency = "model"``), the
+analytical accelerator model (``T_acc,v``, ``N_crossbar,v``) and the bus model
+(``T_transfer``).
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ from functools import cached_property
 import networkx as nx
 
 from placement.devices.cim import accelerator_latency, crossbars_needed, transfer_latency
+from placement.devices.host import host_latencies as modelled_host_latencies
 from placement.errors import PlacementError
 from placement.graph import OpGraph
+from placement.hardware.base import HostSpec
 from placement.hardware.cim import CimSpec
+from placement.models.cim.structure import bits_of, reachability
 
 
 @dataclass(frozen=True)
@@ -128,16 +133,20 @@ class CimInstance:
 
     @cached_property
     def parallel_pairs(self) -> list[tuple[str, str]]:
-        """P of Eq. 10: unordered pairs not connected by a path, as (u, v) in operator order."""
-        closure = nx.transitive_closure_dag(self.graph)
-        order = {op.name: i for i, op in enumerate(self.operators)}
+        """P of Eq. 10: unordered pairs not connected by a path, as (u, v) in operator order.
+
+        Reachability as bitsets (bit i = the i-th operator): O(n^2 / 64) word operations
+        plus one step per pair, not n^2 Python steps.
+        """
         names = [op.name for op in self.operators]
+        bit = {v: i for i, v in enumerate(names)}
+        anc, desc = reachability(self.graph, list(nx.topological_sort(self.graph)), bit)
+        everything = (1 << len(names)) - 1
         pairs = []
         for i, u in enumerate(names):
-            reach_u = closure.succ[u]
-            for v in names[i + 1 :]:
-                if v not in reach_u and u not in closure.succ[v]:
-                    pairs.append((u, v) if order[u] < order[v] else (v, u))
+            later = everything & ~((1 << (i + 1)) - 1)  # operators after u
+            free = later & ~(anc[u] | desc[u])
+            pairs.extend((u, names[j]) for j in bits_of(free))
         return pairs
 
     @property
@@ -178,9 +187,28 @@ def host_latencies_for(graph: OpGraph, profiled: Mapping[str, float]) -> dict[st
     return latency
 
 
-def cim_instance(graph: OpGraph, profiled: Mapping[str, float], spec: CimSpec) -> CimInstance:
-    """Build the ILP's data. Raises if the budget cannot hold any CIM-capable operator."""
-    t_host = host_latencies_for(graph, profiled)
+def cim_instance(
+    graph: OpGraph,
+    profiled: Mapping[str, float] | None,
+    spec: CimSpec,
+    host: HostSpec | None = None,
+) -> CimInstance:
+    """Build the ILP's data. Raises if the budget cannot hold any CIM-capable operator.
+
+    ``T_host,v`` comes from ``profiled`` (measured latencies per operator), unless
+    ``host`` (the hardware's host) says ``latency = "model"``: then from the analytical
+    host model, and ``profiled`` is not used (it may be None).
+    """
+    if host is not None and host.modelled:
+        assert host.model is not None  # HostSpec parsing guarantees it
+        t_host = modelled_host_latencies(graph, host.model)
+    elif profiled is None:
+        raise PlacementError(
+            "no host latencies: measure a profile ('placement profile'), or use hardware whose"
+            ' host sets latency = "model" (e.g. preset arm-a72-model) for modelled ones'
+        )
+    else:
+        t_host = host_latencies_for(graph, profiled)
     operators = []
     for name, op in graph.operators.items():
         if op.cim is None:

@@ -1,13 +1,20 @@
-"""Human-readable summaries and JSON documents of CIM placements."""
+"""Human-readable summaries and JSON documents of CIM placements.
+
+Both say where the host latencies came from (:mod:`placement.hardware.hostcheck`):
+measured on which machine, or modelled (an estimate, labelled as such on every number
+that depends on it), and whether the profile's machine matches the hardware's host.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from placement.cim.solve import CimPlacement
 from placement.graph import OpGraph
 from placement.hardware.cim import Hardware
+from placement.hardware.hostcheck import HostLatencySource, host_latency_source
 from placement.solvers.base import SolveResult, SolveStatus
 
 
@@ -19,22 +26,49 @@ def format_seconds(t: float) -> str:
     return f"{t * 1e6:.2f} us"
 
 
+def host_source(hw: Hardware, profile_meta: Mapping[str, Any] | None) -> HostLatencySource:
+    """Where the host latencies of a placement on ``hw`` came from (profile metadata, or
+    the host model when ``hw``'s host says so)."""
+    return host_latency_source(hw.name, hw.host, profile_meta)
+
+
 def summary_lines(
-    placement: CimPlacement, graph: OpGraph, hw: Hardware, details: bool
+    placement: CimPlacement,
+    graph: OpGraph,
+    hw: Hardware,
+    details: bool,
+    profile_meta: Mapping[str, Any] | None = None,
 ) -> list[str]:
+    """The terminal summary. ``profile_meta``: the host profile's metadata (None with
+    modelled host latencies, or when unknown)."""
     inst, res, sched = placement.instance, placement.result, placement.schedule
+    source = host_source(hw, profile_meta)
+    est = " (estimate: host latencies modelled)" if source.estimate else ""
     lines = []
     status = {
         SolveStatus.OPTIMAL: "optimal",
         SolveStatus.TIME_LIMIT: "TIME LIMIT reached: best placement found, NOT proven optimal",
     }.get(res.status, res.status.value)
     gap = "n/a" if res.gap is None else f"{res.gap * 100:.3g}%"
-    lines.append(
-        f"solver: {_solver_label(res)}{_formulation_note(res)}:"
-        f" {status}, gap {gap}, solve {res.solve_seconds:.2f} s"
-        f" (build {res.build_seconds:.2f} s{_heuristic_note(res)}); {res.size.variables} variables"
-        f" ({res.size.binaries} binary), {res.size.constraints} constraints"
-    )
+    if res.options.get("method") == "decomposition":
+        o = res.options
+        rounds = f"{o['rounds']} round" + ("s" if o["rounds"] != 1 else "")
+        lines.append(
+            f"solver: decomposition into {o['blocks']} blocks at {o['cuts']} cut operators,"
+            f" each block by {_solver_label(res)}{_formulation_note(res)}"
+            f" ({o['block_solves']} block solves in {rounds}): {status},"
+            f" certified gap {gap}, {res.solve_seconds:.2f} s"
+        )
+        if res.status != SolveStatus.OPTIMAL:
+            lines.append(f"  stopped: {o['ended']}")
+    else:
+        lines.append(
+            f"solver: {_solver_label(res)}{_formulation_note(res)}:"
+            f" {status}, gap {gap}, solve {res.solve_seconds:.2f} s"
+            f" (build {res.build_seconds:.2f} s{_heuristic_note(res)});"
+            f" {res.size.variables} variables ({res.size.binaries} binary),"
+            f" {res.size.constraints} constraints"
+        )
     if sched is None:
         return lines
     ver = placement.verification
@@ -60,22 +94,31 @@ def summary_lines(
     )
     lines.append("")
     lines.append(f"crossbars used: {placement.crossbars_used} of {inst.crossbar_budget}")
-    lines.append(f"CPU-only latency: {format_seconds(placement.cpu_only)}")
+    lines.append(f"host latencies: {source.detail}")
+    if source.mismatch:
+        lines.append(
+            f"  (MISMATCH: the numbers below are the measuring machine's, not those of"
+            f" {hw.host.name}, the host of '{hw.name}')"
+        )
+    lines.append(f"CPU-only latency: {format_seconds(placement.cpu_only)}{est}")
     lines.append(
         f"optimized makespan: {format_seconds(sched.makespan)}"
-        f"  (speed-up {placement.speedup:.2f}x over CPU-only on {hw.name})"
+        f"  (speed-up {placement.speedup:.2f}x over CPU-only on {hw.name}"
+        + (", estimate)" if source.estimate else ")")
     )
     if details:
         lines.append("")
-        lines += operator_table(placement, graph)
+        lines += operator_table(placement, graph, estimate=source.estimate)
     return lines
 
 
-def operator_table(placement: CimPlacement, graph: OpGraph) -> list[str]:
+def operator_table(placement: CimPlacement, graph: OpGraph, estimate: bool = False) -> list[str]:
+    """The per-operator schedule; ``estimate``: T_host is the host model's ("T_host~")."""
     sched = placement.schedule
     assert sched is not None
+    t_host = "T_host~" if estimate else "T_host"
     rows = [
-        f"{'operator':<32}{'type':<16}{'device':<7}{'T_host':>11}{'T_acc':>11}"
+        f"{'operator':<32}{'type':<16}{'device':<7}{t_host:>11}{'T_acc':>11}"
         f"{'xbars':>6}{'start':>11}{'finish':>11}"
     ]
     for op in sorted(placement.instance.operators, key=lambda o: (sched.start[o.name], o.name)):
@@ -86,16 +129,25 @@ def operator_table(placement: CimPlacement, graph: OpGraph) -> list[str]:
             f"{format_seconds(op.t_host):>11}{t_acc:>11}{op.crossbars or '-':>6}"
             f"{format_seconds(sched.start[op.name]):>11}{format_seconds(sched.finish[op.name]):>11}"
         )
+    if estimate:
+        rows.append("T_host~: estimated by the analytical host model, not measured")
     return rows
 
 
 def result_document(
-    placement: CimPlacement, graph: OpGraph, hw: Hardware, profile_meta: dict[str, Any]
+    placement: CimPlacement,
+    graph: OpGraph,
+    hw: Hardware,
+    profile_meta: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
+    """The full result (``--json``): placement, schedule, model, hardware, the profile's
+    metadata (None with modelled host latencies) and the ``host`` section saying where
+    the host latencies came from (:class:`~placement.hardware.hostcheck.HostLatencySource`)."""
     doc = placement.to_json()
     doc["model"] = {"path": graph.path, "sha256": graph.sha256, "operators": len(graph.operators)}
     doc["hardware"] = hw.to_json()
     doc["host_profile"] = profile_meta
+    doc["host"] = host_source(hw, profile_meta).to_json()
     return doc
 
 

@@ -62,6 +62,7 @@ def _split(text: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from placement.bench.run import check_solvers, run_bench
     from placement.bench.summary import format_summary, summarize
+    from placement.cli.common import warn
 
     if not args.time_limit > 0:
         raise PlacementError(f"--time-limit must be positive, got {args.time_limit}")
@@ -90,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         repeat=args.repeat,
         profile_runs=args.profile_runs,
         progress=None if args.quiet else sys.stderr,
+        warn=warn,
     )
     for line in format_summary(summarize(rows)):
         print(line)

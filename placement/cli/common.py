@@ -152,11 +152,25 @@ def check_output_file(path: str, flag: str) -> None:
 # --------------------------------------------------------------------------- hardware
 
 
-def cim_hardware(args: argparse.Namespace, profiled_machine: str | None) -> Any:
+def modelled_host(args: argparse.Namespace) -> bool:
+    """True when ``--hardware`` names hardware whose host latencies come from the host
+    model (``[host] latency = "model"``): nothing needs to be profiled then."""
+    from placement.hardware.cim import load_hardware
+
+    return bool(args.hardware) and load_hardware(args.hardware).host.modelled
+
+
+def cim_hardware(
+    args: argparse.Namespace,
+    profiled_machine: str | None,
+    profile_meta: dict[str, Any] | None = None,
+) -> Any:
     """The CIM :class:`~placement.hardware.cim.Hardware` of the flags; warns when the
-    profile was measured on another kind of host than the hardware describes."""
+    profile was measured on another kind of host than the hardware describes
+    (:func:`placement.hardware.hostcheck.host_latency_source`)."""
     from placement.hardware.base import default_preset_for
     from placement.hardware.cim import load_hardware, with_overrides
+    from placement.hardware.hostcheck import host_latency_source
 
     if args.hardware:
         hw = load_hardware(args.hardware)
@@ -177,17 +191,13 @@ def cim_hardware(args: argparse.Namespace, profiled_machine: str | None) -> Any:
         crossbar_cols=size,
     )
     info(args, f"hardware ({origin}): {hw.describe()}")
-    if profiled_machine and _arch_family(profiled_machine) != _arch_family(hw.host.arch):
-        warn(
-            f"host latencies were measured on {profiled_machine}, but hardware '{hw.name}'"
-            f" describes another host: {hw.host.name}, {hw.host.arch}"
-        )
+    meta = dict(profile_meta or {})
+    if profiled_machine:
+        meta.setdefault("machine", profiled_machine)
+    source = host_latency_source(hw.name, hw.host, meta)
+    if source.warning:
+        warn(source.warning)
     return hw
-
-
-def _arch_family(arch: str) -> str:
-    arch = arch.lower()
-    return "arm" if arch.startswith(("arm", "aarch")) else "x86"
 
 
 # --------------------------------------------------------------------------- measuring

@@ -12,7 +12,6 @@ from placement.cli.common import (
     cim_hardware,
     cim_hardware_options,
     info,
-    measure_host,
     profiling_options,
 )
 from placement.errors import PlacementError
@@ -48,23 +47,21 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from placement.bench.export import FORMATS, export_model
     from placement.cim.instance import cim_instance
+    from placement.cli.solve import host_profile
     from placement.graph import load_graph
-    from placement.profiling.host_profile import HostProfile
+    from placement.hardware.hostcheck import host_latency_source
 
     out = Path(args.output)
     if out.suffix.lower() not in FORMATS:
         raise PlacementError(f"{out}: the output must end in .mps or .lp")
     check_override_flags(args)
     graph = load_graph(args.model)
-    if args.profile:
-        profile = HostProfile.load(args.profile)
-        profile.check_matches(graph.sha256, graph.path)
-    else:
-        profile = measure_host(args, graph.path)
-    hw = cim_hardware(args, profile.metadata.get("machine"))
-    instance = cim_instance(graph, profile.latencies, hw.cim)
+    profile, meta = host_profile(args, graph)
+    hw = cim_hardware(args, meta.get("machine") if meta else None, meta)
+    instance = cim_instance(graph, profile.latencies if profile else None, hw.cim, host=hw.host)
     exported = export_model(instance, args.formulation, out, model_path=str(graph.path),
-                            hardware=hw.to_json())
+                            hardware=hw.to_json(),
+                            host=host_latency_source(hw.name, hw.host, meta).to_json())
     size = exported.size
     info(args, f"{size.variables} variables ({size.binaries} binary), {size.constraints} rows")
     print(f"wrote {out} ({args.formulation}; objective x {exported.time_unit:g} = makespan in"

@@ -35,6 +35,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from placement.cli.common import warn
     from placement.sweep.report import write_report
 
     if not args.quiet:
@@ -47,4 +48,6 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(f"  not drawn: {f.name}: {f.skipped}")
         else:
             print(f"  {f.name}: {', '.join(str(p) for p in f.files)}")
+    for text in report.warnings:  # host mismatches, also stated on the page
+        warn(text)
     return 0

@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from placement.cli.common import info, measure_host, measure_nests, profiling_options
+from placement.cli.common import info, measure_host, measure_nests, profiling_options, warn
 from placement.cli.solve import FORMULATION_CHOICES, SOLVER_CHOICES
 from placement.errors import PlacementError
 
@@ -232,6 +232,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             force=args.force,
             info=lambda text: info(args, text),
             progress=progress,
+            warn=warn,
         )
     except KeyboardInterrupt:
         progress.close()
@@ -268,6 +269,7 @@ def summary_lines(result: Any) -> list[str]:
     keys = [c for c in result.columns if c not in (*ID_COLUMNS, *RESULT_COLUMNS)]
     header = f"{'model':<20}{'hardware':<14}" + "".join(f"{k:>14}" for k in keys)
     header += f"{'status':>14}{'objective':>12}{'CPU-only':>12}{'speed-up':>10}{'offloaded':>11}"
+    header += "  host latencies"
     lines = [header]
     # grid order (numbers compared as numbers), easier to read than point_id order
     for r in sorted(result.rows, key=lambda r: (r["model"], r["hardware"], *(r[k] for k in keys))):
@@ -277,7 +279,12 @@ def summary_lines(result: Any) -> list[str]:
         cpu = "-" if r["cpu_only_s"] is None else fmt_time(r["cpu_only_s"])
         speed = "-" if r["speedup"] is None else f"{r['speedup']:.2f}x"
         off = "-" if r["n_offloaded"] is None else f"{r['n_offloaded']}/{r['n_operators']}"
-        lines.append(line + f"{r['status']:>14}{obj:>12}{cpu:>12}{speed:>10}{off:>11}")
+        host = (
+            "MISMATCH" if r.get("host_mismatch")
+            else "estimate" if "(estimate)" in str(r.get("host_latencies") or "")
+            else "measured"
+        )  # fmt: skip
+        lines.append(line + f"{r['status']:>14}{obj:>12}{cpu:>12}{speed:>10}{off:>11}  {host}")
     return lines
 
 

@@ -6,6 +6,13 @@ them once, to seconds and bytes per second (1 GB/s = 1e9 B/s). A user file may s
 from a preset with ``base = "arm-a72"`` and override only some keys; without ``base``
 every key must be present. Presets live in ``placement/hardware/presets/``; files named
 ``pim-*.toml`` describe CPU + PIM machines, the others CPU + CIM machines.
+
+The ``[host]`` table names the host CPU (``name``, ``arch``) and says where the host
+latencies ``T_host,v`` come from: ``latency = "measured"`` (the default: an ONNX
+Runtime profile) or ``latency = "model"`` (the analytical roofline host model of
+:mod:`placement.devices.host`, an estimate; no profiling). The model's constants
+(:data:`HOST_MODEL_KEYS`) are optional as a group: all of them or none, and
+``latency = "model"`` needs them.
 """
 
 from __future__ import annotations
@@ -27,10 +34,71 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+#: Where the host latencies T_host,v come from (``[host] latency``).
+HOST_LATENCY_SOURCES = ("measured", "model")
+
+# Host model constants: file key -> (HostModelSpec field, factor to SI, is a fraction in (0, 1])
+HOST_MODEL_KEYS: dict[str, tuple[str, float, bool]] = {
+    "clock_ghz": ("clock", 1e9, False),
+    "fp32_macs_per_cycle": ("fp32_macs_per_cycle", 1.0, False),
+    "int8_macs_per_cycle": ("int8_macs_per_cycle", 1.0, False),
+    "memory_gbps": ("memory_bandwidth", 1e9, False),
+    "overhead_us": ("overhead", 1e-6, False),
+    "eff_dense_conv": ("eff_dense_conv", 1.0, True),
+    "eff_grouped_conv": ("eff_grouped_conv", 1.0, True),
+    "eff_matmul": ("eff_matmul", 1.0, True),
+    "eff_memory": ("eff_memory", 1.0, True),
+}
+
+
+@dataclass(frozen=True)
+class HostModelSpec:
+    """Constants of the analytical host model (:mod:`placement.devices.host`), SI units."""
+
+    clock: float  # Hz, the clock the core sustains under load
+    fp32_macs_per_cycle: float  # peak fp32 multiply-accumulates per cycle (one core)
+    int8_macs_per_cycle: float  # peak int8 multiply-accumulates per cycle (one core)
+    memory_bandwidth: float  # sustained single-core memory bandwidth, B/s
+    overhead: float  # fixed cost per operator (kernel dispatch), s
+    eff_dense_conv: float  # fraction of the peak MAC rate a dense convolution reaches
+    eff_grouped_conv: float  # ... a grouped or depthwise convolution
+    eff_matmul: float  # ... a MatMul / Gemm
+    eff_memory: float  # fraction of the memory bandwidth any operator's bytes move at
+
+    def to_file_units(self) -> dict[str, float]:
+        """The constants as a file gives them (12 significant digits: no 17.499999999999996
+        for 17.5 after the round trip through SI units)."""
+        return {
+            key: float(f"{getattr(self, f) / scale:.12g}")
+            for key, (f, scale, _) in HOST_MODEL_KEYS.items()
+        }
+
+
 @dataclass(frozen=True)
 class HostSpec:
     name: str
     arch: str  # "x86_64" or "aarch64": where host latencies should have been measured
+    latency: str = "measured"  # where T_host,v comes from: HOST_LATENCY_SOURCES
+    model: HostModelSpec | None = None  # the host model's constants, when the file has them
+
+    @property
+    def modelled(self) -> bool:
+        """True when T_host,v comes from the host model (an estimate), not a profile."""
+        return self.latency == "model"
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``[host]`` table in file units (what ``base =`` merges and results record)."""
+        doc: dict[str, Any] = {"name": self.name, "arch": self.arch}
+        if self.model is not None or self.latency != "measured":
+            doc["latency"] = self.latency
+        if self.model is not None:
+            doc |= self.model.to_file_units()
+        return doc
+
+    def identity(self) -> dict[str, Any]:
+        """What of the host changes results: with measured latencies only the name and
+        architecture (the host model's constants are then unused), else everything."""
+        return self.to_json() if self.modelled else {"name": self.name, "arch": self.arch}
 
 
 _HOST_KEYS = ("name", "arch")
@@ -115,11 +183,52 @@ def parse_hardware_tables(
     reject_unknown_keys(data, {"name", "description", "host", device, "source"}, source, "")
     host_table = _table(data, "host", source)
     device_table = _table(data, device, source)
-    reject_unknown_keys(host_table, set(_HOST_KEYS), source, "host.")
+    return data, host_spec_from_table(host_table, source, device), device_table
+
+
+def host_spec_from_table(table: dict[str, Any], source: str, device: str = "cim") -> HostSpec:
+    """A validated :class:`HostSpec` from a ``[host]`` table in file units; ``device``:
+    the kind of machine (only ``cim`` machines may model their host latencies)."""
+    allowed = {*_HOST_KEYS, "latency", *HOST_MODEL_KEYS}
+    reject_unknown_keys(table, allowed, source, "host.")
     for key in _HOST_KEYS:
-        if not isinstance(host_table.get(key), str) or not host_table[key]:
+        if not isinstance(table.get(key), str) or not table[key]:
             raise PlacementError(f"{source}: missing or empty key 'host.{key}'")
-    return data, HostSpec(name=host_table["name"], arch=host_table["arch"]), device_table
+    latency = table.get("latency", "measured")
+    if latency not in HOST_LATENCY_SOURCES:
+        raise PlacementError(
+            f"{source}: 'host.latency' must be \"measured\" (an ONNX Runtime profile) or"
+            f" \"model\" (the analytical host model), got {latency!r}"
+        )
+    if latency == "model" and device != "cim":
+        raise PlacementError(
+            f"{source}: 'host.latency' = \"model\" is for CIM hardware; {device.upper()} host"
+            " times come from the nest profile"
+        )
+    given = [k for k in HOST_MODEL_KEYS if k in table]
+    model = None
+    if given or latency == "model":
+        missing = [k for k in HOST_MODEL_KEYS if k not in table]
+        if missing:
+            why = (
+                'host.latency = "model" needs the host model constants'
+                if latency == "model"
+                else "the host model constants are all given or none"
+            )
+            raise PlacementError(
+                f"{source}: missing key 'host.{missing[0]}' ({why}: {', '.join(HOST_MODEL_KEYS)})"
+            )
+        fields: dict[str, float] = {}
+        for key, (field, scale, fraction) in HOST_MODEL_KEYS.items():
+            value = table[key]
+            check_file_value(value, f"host.{key}", False, source)
+            if fraction and value > 1:
+                raise PlacementError(
+                    f"{source}: 'host.{key}' is a fraction of the peak, at most 1, got {value!r}"
+                )
+            fields[field] = float(value) * scale
+        model = HostModelSpec(**fields)
+    return HostSpec(name=table["name"], arch=table["arch"], latency=latency, model=model)
 
 
 def reject_unknown_keys(table: dict[str, Any], allowed: set[str], source: str, prefix: str) -> None:

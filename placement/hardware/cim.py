@@ -48,14 +48,16 @@ class Hardware:
             f"{self.name}: {c.crossbars} crossbars of {c.crossbar_rows}x{c.crossbar_cols}, "
             f"T_mvm {c.t_mvm * 1e9:g} ns, bus {c.bus_bandwidth / 1e9:g} GB/s, "
             f"CIM internal {c.internal_bandwidth / 1e9:g} GB/s, {c.elem_bytes} B/element"
-        )
+            + (f"; host latencies modelled for {self.host.name} (estimate)" if self.host.modelled
+               else "")
+        )  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         c = self.cim
         return {
             "name": self.name,
             "source": self.source,
-            "host": dataclasses.asdict(self.host),
+            "host": self.host.to_json(),
             "cim": {
                 "crossbars": c.crossbars,
                 "crossbar_rows": c.crossbar_rows,

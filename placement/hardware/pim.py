@@ -186,7 +186,7 @@ class PimHardware:
         return {
             "name": self.name,
             "source": self.source,
-            "host": dataclasses.asdict(self.host),
+            "host": self.host.to_json(),
             "pim": self.pim.to_file_units(),
         }
 

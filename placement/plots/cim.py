@@ -4,6 +4,10 @@ per network (Fig. 4) and busy time per device (Fig. 5).
 Each function takes sweep rows (dicts with the ``points.csv`` columns, numbers or numeric
 strings) and returns a :class:`matplotlib.figure.Figure`; data that cannot support the
 figure raises :class:`~placement.plots.common.PlotDataError` naming what is missing.
+Every panel (one per hardware) carries a caption saying where its host latencies came
+from (the ``host_latencies``/``host_mismatch`` columns): "host latencies measured on
+<machine>", "... modelled for <host> (estimate)", or, in red, "... measured on x86_64
+but the hardware describes aarch64: mismatch".
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ from matplotlib.patches import Patch
 
 from placement.plots.common import (
     ACCEL_COLOR,
+    CAPTION_PANEL_WIDTH,
     HOST_COLOR,
     UNPROVEN_LABEL,
     PlotDataError,
     Row,
+    caption_panel,
+    host_caption,
     mark_unproven,
     model_label,
     new_figure,
@@ -87,7 +94,7 @@ def speedup_vs_crossbars(rows: Sequence[Row], model: str | None = None) -> Figur
             ax.set_xscale("log")
             ax.set_xticks(xs, [f"{x:g}" for x in xs])
             ax.minorticks_off()
-        ax.set_title(host)
+        caption_panel(ax, host, mine)
         ax.set_xlabel("crossbars available (count)")
         speedup_axis(ax)
         if series:
@@ -122,7 +129,8 @@ def speedup_per_network(rows: Sequence[Row], t_mvm_ns: float) -> Figure:
     hosts = list(dict.fromkeys(str(r.get("hardware", "?")) for r in rows))
     models = list(dict.fromkeys(str(r.get("model")) for r in rows))
     budgets = sorted({x for r in rows if (x := num(r, "crossbars")) is not None})
-    fig = new_figure(max(5.0, 1.1 * len(models) * len(hosts) + 3.0), 3.9)
+    panel = max(1.1 * len(models), CAPTION_PANEL_WIDTH if host_caption(rows) else 0.0)
+    fig = new_figure(max(5.0, panel * len(hosts) + 3.0), 3.9)
     axes = fig.subplots(1, len(hosts), squeeze=False, sharey=True)[0]
     width = 0.8 / max(1, len(budgets))
     colors = [f"C{i}" for i in range(len(budgets))]
@@ -147,7 +155,7 @@ def speedup_per_network(rows: Sequence[Row], t_mvm_ns: float) -> Figure:
                     bar.set_hatch("//")
                     bar.set_edgecolor("red")
         ax.set_xticks(range(len(models)), [model_label(m) for m in models])
-        ax.set_title(host)
+        caption_panel(ax, host, [r for r in rows if str(r.get("hardware", "?")) == host])
         ax.set_xlabel("network")
         speedup_axis(ax)
     axes[0].set_ylabel("speed-up over CPU-only (x)")
@@ -192,7 +200,8 @@ def device_share(items: Sequence[Row], model: str | None = None) -> Figure:
     top = max(max(b.host_s + b.cim_s, b.makespan or 0.0) for b in bars)
     scale, unit = time_unit(top)
     per_host = max(sum(1 for b in bars if b.hardware == h) for h in hosts)
-    fig = new_figure(max(5.0, 0.55 * per_host * len(hosts) + 2.5), 4.2)
+    panel = max(0.55 * per_host, CAPTION_PANEL_WIDTH if host_caption([b.row for b in bars]) else 0)
+    fig = new_figure(max(5.0, panel * len(hosts) + 2.5), 4.2)
     axes = fig.subplots(1, len(hosts), squeeze=False, sharey=True)[0]
     for ax, host in zip(axes, hosts, strict=True):
         mine = sorted((b for b in bars if b.hardware == host), key=lambda b: b.sort_key)
@@ -215,7 +224,7 @@ def device_share(items: Sequence[Row], model: str | None = None) -> Figure:
             ax.scatter([s[0] for s in spans], [s[1] for s in spans], marker="_", s=400,
                        color="black", linewidths=2, label="makespan", zorder=3)  # fmt: skip
         ax.set_xticks(xs, [b.label for b in mine], fontsize="small")
-        ax.set_title(host)
+        caption_panel(ax, host, [b.row for b in mine])
         ax.set_xlabel("configuration")
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].set_ylabel(f"busy time per device ({unit})")

@@ -29,7 +29,8 @@ ACCEL_COLOR = "#7fb3e0"  # lighter shade: CIM / PIM
 _FIXED_COLUMNS = {
     "point_id", "target", "model", "hardware", "status", "objective_s", "cpu_only_s",
     "speedup", "n_operators", "n_offloaded", "crossbars_used", "host_busy_s",
-    "accel_busy_s", "gap", "solve_seconds", "verified", "message",
+    "accel_busy_s", "gap", "solve_seconds", "verified", "message", "host_latencies",
+    "host_mismatch",
 }  # fmt: skip
 
 
@@ -87,6 +88,59 @@ def mark_unproven(ax: Any, points: Sequence[tuple[float, float, Row]]) -> None:
     for x, y, r in marked:
         ax.annotate(gap_text(r), (x, y), textcoords="offset points", xytext=(4, 4),
                     fontsize="x-small", color="red")  # fmt: skip
+
+
+# --------------------------------------------------------------------------- host latencies
+
+#: Colour of a caption that reports a host mismatch.
+MISMATCH_COLOR = "#b00000"
+
+
+def host_caption(rows: Sequence[Row]) -> tuple[str, bool] | None:
+    """The caption line saying where the rows' host latencies came from, and whether any
+    row's profile was measured on another architecture than its hardware's host.
+
+    Reads the sweep columns ``host_latencies`` and ``host_mismatch`` (or a document's
+    ``host`` section: ``label``, ``mismatch``); None when the rows do not say (sweeps
+    written before these columns existed). Several sources are joined with "; ".
+    """
+    details: list[str] = []
+    mismatch = False
+    for row in rows:
+        host = row.get("host")
+        if isinstance(host, Mapping):
+            text = str(host.get("label") or "").removeprefix("host latencies ")
+            flag = host.get("mismatch")
+        else:
+            text, flag = str(row.get("host_latencies") or ""), row.get("host_mismatch")
+        if text and text not in details:
+            details.append(text)
+        mismatch |= flag is True or str(flag).lower() in ("true", "1")
+    if not details:
+        return None
+    return "host latencies " + "; ".join(details), mismatch
+
+
+#: Inches a panel needs so that its host caption wraps onto a few lines at most.
+CAPTION_PANEL_WIDTH = 2.6
+
+
+def caption_panel(ax: Any, title: str, rows: Sequence[Row]) -> None:
+    """``ax``'s title, with the host-latency caption (:func:`host_caption`) as a smaller
+    line under it (wrapped to the panel's width), red when the host does not match."""
+    import textwrap
+
+    caption = host_caption(rows)
+    if caption is None:
+        ax.set_title(title)
+        return
+    text, mismatch = caption
+    panel_inches = ax.figure.get_figwidth() / max(1, len(ax.figure.axes))
+    lines = textwrap.wrap(text, max(20, int(panel_inches * 12))) or [text]
+    ax.set_title(title, pad=6 + 8.5 * len(lines))
+    ax.annotate("\n".join(lines), xy=(0.5, 1.0), xycoords="axes fraction", xytext=(0, 3),
+                textcoords="offset points", ha="center", va="bottom", fontsize=7,
+                color=MISMATCH_COLOR if mismatch else "0.25")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- row helpers

@@ -23,9 +23,11 @@ from placement.nests import LoopNest
 from placement.plots.common import (
     ACCEL_COLOR,
     HOST_COLOR,
+    MISMATCH_COLOR,
     UNPROVEN_LABEL,
     PlotDataError,
     gap_text,
+    host_caption,
     new_figure,
     num,
     time_unit,
@@ -176,7 +178,12 @@ def cim_gantt(
         sub += f", CPU-only {cpu_only * scale:.4g} {unit} ({cpu_only / makespan:.2f}x)"
     if unproven(placement_json):
         sub += f"\n{UNPROVEN_LABEL.replace('gap', gap_text(placement_json))}"
-    ax.set_title(f"{title or 'CIM placement schedule'}: {sub}")
+    caption = host_caption([placement_json])  # the document's "host" section, if any
+    if caption is not None:
+        sub += f"\n{caption[0]}"
+    heading = ax.set_title(f"{title or 'CIM placement schedule'}: {sub}")
+    if caption is not None and caption[1]:
+        heading.set_color(MISMATCH_COLOR)
     return fig
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placement.errors import PlacementError
+from placement.hardware.hostcheck import HostLatencySource, host_latency_source
 from placement.sweep.grid import Grid
 from placement.sweep.targets import Number, get_target
 
@@ -24,7 +25,7 @@ ID_COLUMNS = ("point_id", "target", "model", "hardware")
 RESULT_COLUMNS = (
     "status", "objective_s", "cpu_only_s", "speedup", "n_operators", "n_offloaded",
     "crossbars_used", "host_busy_s", "accel_busy_s", "gap", "solve_seconds", "verified",
-    "message",
+    "message", "host_latencies", "host_mismatch",
 )  # fmt: skip
 ERROR = "error"  # the status of a point that could not be solved
 
@@ -35,9 +36,11 @@ def columns_for(grid: Grid) -> list[str]:
 
 
 def hardware_identity(hw: Any) -> dict[str, Any]:
-    """What defines a hardware description (its JSON without where it was found)."""
+    """What defines a hardware description (its JSON without where it was found, and
+    without host model constants that measured host latencies do not use)."""
     doc = hw.to_json()
     doc.pop("source", None)  # where the file was found does not change the machine
+    doc["host"] = hw.host.identity()
     return doc
 
 
@@ -55,6 +58,12 @@ class ModelInput:
     def profile_file(self) -> str:
         """Where the sweep directory keeps this model's profile (relative path)."""
         return f"profiles/{self.name}.{self.sha256[:12]}.json"
+
+    def host_source(self, hw: Any) -> HostLatencySource:
+        """Where this model's host latencies on ``hw`` come from: its profile (measured on
+        the machine its metadata names), or the host model when ``hw``'s host says so."""
+        meta = getattr(self.profile, "metadata", None)
+        return host_latency_source(hw.name, hw.host, meta)
 
 
 @dataclass(frozen=True)
@@ -171,6 +180,7 @@ def build_task(
     context = {
         "model": {"name": model.name, "path": model.path, "sha256": model.sha256},
         "hardware": hw.to_json(),
+        "host": model.host_source(hw).to_json(),
     }
     adapter = get_target(point.target)
     try:
@@ -186,6 +196,10 @@ def solve_point(task: PointTask) -> PointOutcome:
     Runs in whichever worker the executor chose; it reads nothing but ``task``.
     """
     row = task.point.row_prefix() | dict.fromkeys(RESULT_COLUMNS)
+    host = task.context.get("host")
+    if isinstance(host, dict):  # where the host latencies came from (hostcheck)
+        row["host_latencies"] = str(host.get("label", "")).removeprefix("host latencies ")
+        row["host_mismatch"] = bool(host.get("mismatch"))
     if task.error is not None:
         return PointOutcome(row | {"status": ERROR, "message": task.error}, None)
     try:
@@ -201,6 +215,8 @@ def solve_point(task: PointTask) -> PointOutcome:
     doc["point"] = {"point_id": task.point.point_id, "params": dict(task.point.params)}
     doc["model"] = task.context["model"] | doc.get("model", {})
     doc["hardware"] = task.context["hardware"]
+    if host is not None:
+        doc["host"] = host
     return PointOutcome(row, doc)
 
 

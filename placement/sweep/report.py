@@ -7,6 +7,11 @@ SVG), and writes one page. A figure the data cannot support is listed on the pag
 with the reason instead of failing the report; extra columns are carried along.
 The HTML page is self-contained (PNG images embedded, SVGs linked); the Markdown
 page links the figure files.
+
+The page states where the host latencies came from (:func:`host_rows`): for every model
+and hardware, the machine its profile was measured on (or "modelled", an estimate) and
+the hardware's host; a profile measured on another architecture than a hardware's host
+is flagged on the page and returned as a warning (:attr:`Report.warnings`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from matplotlib.figure import Figure
 
 from placement.errors import PlacementError
 from placement.graph import load_graph
+from placement.hardware.hostcheck import host_from_json, host_latency_source
 from placement.plots.cim import device_share, speedup_per_network, speedup_vs_crossbars
 from placement.plots.common import (
     PlotDataError,
@@ -332,6 +338,63 @@ def _safe(name: str) -> str:
 # --------------------------------------------------------------------------- tables
 
 
+def host_rows(sweep: Sweep) -> tuple[list[list[str]], list[str]]:
+    """Per model and hardware: where the host latencies came from, the hardware's host and
+    whether they match; and one warning per mismatch.
+
+    From the manifest (each model's saved profile and its metadata, each hardware's
+    ``host`` table); for a directory without them, from the rows' ``host_latencies`` and
+    ``host_mismatch`` columns.
+    """
+    header = ["model", "profile measured on", "hardware", "hardware host", "host latencies",
+              "match"]  # fmt: skip
+    out, warnings = [header], []
+    models = [m for m in sweep.manifest.get("models", []) or [] if isinstance(m, Mapping)]
+    hardware = [h for h in sweep.manifest.get("hardware", []) or [] if isinstance(h, Mapping)]
+    hosts = [(str(h.get("name", "?")), host_from_json(h.get("host"))) for h in hardware]
+    if models and hosts and all(host is not None for _, host in hosts):
+        for m in models:
+            meta = _profile_metadata(sweep, m.get("profile"))
+            measured = (
+                "not profiled" if not m.get("profile")
+                else f"{meta.get('machine', '?')} ({meta.get('cpu', '?')})" if meta
+                else "? (profile missing)"
+            )  # fmt: skip
+            for hw_name, host in hosts:
+                assert host is not None
+                source = host_latency_source(hw_name, host, meta)
+                out.append([
+                    model_label(m.get("name") or m.get("path")), measured, hw_name,
+                    f"{host.name} ({host.arch})", source.detail,
+                    "MISMATCH" if source.mismatch else ("estimate" if source.estimate else "yes"),
+                ])  # fmt: skip
+                if source.warning:
+                    warnings.append(f"{model_label(m.get('name'))} on {hw_name}: {source.warning}")
+        return out, warnings
+    seen: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for r in sweep.rows:
+        seen.setdefault((str(r.get("model")), str(r.get("hardware"))), r)
+    for (model, hw_name), r in seen.items():
+        detail = str(r.get("host_latencies") or "unknown (sweep written before this was recorded)")
+        mismatch = str(r.get("host_mismatch")).lower() in ("true", "1")
+        out.append([model_label(model), "?", hw_name, "?", detail,
+                    "MISMATCH" if mismatch else "?"])  # fmt: skip
+        if mismatch:
+            warnings.append(f"{model_label(model)} on {hw_name}: host latencies {detail}")
+    return out, warnings
+
+
+def _profile_metadata(sweep: Sweep, relative: Any) -> dict[str, Any] | None:
+    if not relative:
+        return None
+    try:
+        data = json.loads((sweep.path / str(relative)).read_text())
+    except (OSError, ValueError):
+        return None
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    return meta if isinstance(meta, dict) else None
+
+
 def summary_rows(sweep: Sweep) -> list[list[str]]:
     """Per model and hardware: points, solved, verified, best speed-up and where, solve times."""
     params = swept_params(sweep.rows)
@@ -400,6 +463,7 @@ class Report:
     path: Path
     fmt: str
     figures: list[FigureOutcome]
+    warnings: list[str] = field(default_factory=list)  # host mismatches (also on the page)
 
 
 def write_report(
@@ -416,9 +480,12 @@ def write_report(
             table4 = offload_table(sweep).rows()
         except PlotDataError as exc:
             table4_note = str(exc)
-    page = (_html if fmt == "html" else _markdown)(sweep, figures, out, table4, table4_note)
+    hosts, warnings = host_rows(sweep)
+    page = (_html if fmt == "html" else _markdown)(
+        sweep, figures, out, table4, table4_note, hosts, warnings
+    )
     _write_text_atomic(out, page)
-    return Report(out, fmt, figures)
+    return Report(out, fmt, figures, warnings)
 
 
 def _output(sweep: Sweep, output: str | Path | None, fmt: str | None) -> tuple[Path, str]:
@@ -452,7 +519,8 @@ def _manifest_lines(sweep: Sweep) -> list[tuple[str, str]]:
     items = [
         ("target", sweep.target),
         ("models", ", ".join(models) or ", ".join(model_label(x) for x in _models(sweep))),
-        ("hardware", ", ".join(map(str, m.get("hardware", []) or []))),
+        ("hardware", ", ".join(str(h.get("name", h)) if isinstance(h, Mapping) else str(h)
+                               for h in m.get("hardware", []) or [])),
         ("grid", "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in grid.items())
          if isinstance(grid, Mapping) else str(grid)),
         ("solver", json.dumps(m.get("solver")) if m.get("solver") is not None else ""),
@@ -472,6 +540,8 @@ def _html(
     out: Path,
     table4: list[list[str]] | None,
     table4_note: str | None,
+    hosts: list[list[str]],
+    warnings: Sequence[str],
 ) -> str:
     e = html.escape
     title = f"Sweep report: {sweep.path.name} ({sweep.target.upper()})"
@@ -490,6 +560,9 @@ def _html(
         "<dl>",
         *(f"<dt><b>{e(k)}</b></dt><dd>{e(v)}</dd>" for k, v in _manifest_lines(sweep)),
         "</dl>",
+        "<h2>Host latencies</h2>",
+        *(f'<p class="skip"><b>Host mismatch:</b> {e(w)}</p>' for w in warnings),
+        _html_table(hosts),
         "<h2>Summary per model and hardware</h2>",
         _html_table(summary_rows(sweep)),
         "<h2>Points not proven optimal</h2>",
@@ -534,9 +607,14 @@ def _markdown(
     out: Path,
     table4: list[list[str]] | None,
     table4_note: str | None,
+    hosts: list[list[str]],
+    warnings: Sequence[str],
 ) -> str:
     lines = [f"# Sweep report: {sweep.path.name} ({sweep.target.upper()})", ""]
     lines += [f"- **{k}**: {v}" for k, v in _manifest_lines(sweep)]
+    lines += ["", "## Host latencies", ""]
+    lines += [f"**Host mismatch:** {w}" for w in warnings]
+    lines += ([""] if warnings else []) + _md_table(hosts)
     lines += ["", "## Summary per model and hardware", "", *_md_table(summary_rows(sweep))]
     unproven = unproven_rows(sweep)
     lines += ["", "## Points not proven optimal", ""]

@@ -71,7 +71,18 @@ gap                HiGHS's relative gap of the reported placement
 solve_seconds      HiGHS's solve time (the only column that varies between runs)
 verified           true when the independent verifier passed (never a result without it)
 message            why a point failed (``status`` = ``error``), else empty
+host_latencies     where the host latencies came from: "measured on x86_64 (<cpu>)",
+                   "modelled for <host> (estimate)" (hardware with ``[host] latency =
+                   "model"``), or "measured on x86_64 but the hardware describes aarch64:
+                   mismatch" (:mod:`placement.hardware.hostcheck`)
+host_mismatch      true when the profile was measured on another architecture than the
+                   hardware's host (every such model x hardware is also a warning)
 =================  ===========================================================================
+
+Host latencies: hardware whose host sets ``latency = "model"`` (presets ``arm-a72-model``,
+``x86-ryzen-model``) takes them from the analytical host model; when every hardware of a
+CIM sweep does, nothing is profiled. Each schedule document carries a ``host`` section
+(``HostLatencySource.to_json()``).
 
 Resume: re-running the same command (same models, grid, hardware and solver options,
 recorded in the manifest) skips the points already in ``points.jsonl``; the profiles
@@ -152,13 +163,16 @@ def run_sweep(
     force: bool = False,
     info: Callable[[str], None] | None = None,
     progress: Progress | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> SweepResult:
     """Run (or resume) a sweep into ``output``; see the module docstring.
 
     ``measure(path)`` profiles a model without a ``profiles`` entry (HostProfile for
     CIM, NestProfile for PIM); ``client`` is an existing ``distributed.Client``,
     ``scheduler`` an address to connect to. Everything the user gave is checked
-    before anything is measured or written.
+    before anything is measured or written. ``warn`` receives one sentence per model
+    and hardware whose profile was measured on another architecture than the
+    hardware's host.
     """
     started = time.perf_counter()
     options = options or SolverOptions()
@@ -167,6 +181,7 @@ def run_sweep(
         raise PlacementError(f"the grid is for target {grid.target}, not {target}")
     _check_options(target, options, workers, scheduler_timeout)
     hardware = load_grid_hardware(grid)
+    needs_profile = any(get_target(target).needs_profile(h) for h in hardware)
     models = _model_inputs(target, model_paths)
     given = _given_profiles(target, profiles, models)
     store = SweepStore(output)
@@ -188,8 +203,18 @@ def run_sweep(
     try:
         # The manifest comes first: a run interrupted while profiling resumes too.
         if old is None:
-            store.create(_manifest(target, models, grid, hardware, options, identity))
-        models = _with_profiles(target, models, given, store, measure, say)
+            store.create(
+                _manifest(target, models, grid, hardware, options, identity, needs_profile)
+            )
+        if needs_profile:
+            models = _with_profiles(target, models, given, store, measure, say)
+        else:
+            say("host latencies: modelled for every hardware (estimate); nothing is profiled")
+        for m in models:  # once per model x hardware
+            for hw in hardware:
+                mismatch = m.host_source(hw).warning
+                if mismatch and warn is not None:
+                    warn(f"{m.name} on {hw.name}: {mismatch}")
         by_name = {m.name: m for m in models}
         planned = [(p, by_name[m.name], hw) for p, m, hw in planned]
         done = store.load_done({p.point_id for p, _, _ in planned})
@@ -348,15 +373,17 @@ def _manifest(
     hardware: Sequence[Any],
     options: SolverOptions,
     identity: dict[str, Any],
+    needs_profile: bool = True,
 ) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "target": target,
         "models": [
-            {"name": m.name, "path": m.path, "sha256": m.sha256, "profile": m.profile_file}
+            {"name": m.name, "path": m.path, "sha256": m.sha256,
+             "profile": m.profile_file if needs_profile else None}
             for m in models
-        ],
+        ],  # fmt: skip
         "grid": grid.to_json(),
         "hardware": [h.to_json() for h in hardware],
         "solver": options.to_json(target),

@@ -100,7 +100,12 @@ class Target(Protocol):
         ...
 
     def build_instance(self, graph: Any, profile: Any, hw: Any) -> Any:
-        """A point's solver instance (plain, picklable data)."""
+        """A point's solver instance (plain, picklable data); ``profile`` is None when no
+        hardware of the sweep :meth:`needs_profile`."""
+        ...
+
+    def needs_profile(self, hw: Any) -> bool:
+        """Whether instances on ``hw`` need the model's measured profile."""
         ...
 
     def solve(self, instance: Any, options: SolveSettings) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -185,8 +190,14 @@ class CimTarget:
                 raise PlacementError(f"solver {options.solver} is not available: {reason}")
 
     def build_instance(self, graph: Any, profile: Any, hw: Any) -> Any:
-        """A :class:`~placement.cim.instance.CimInstance` of the graph's measured operators."""
-        return cim_instance(graph, profile.latencies, hw.cim)
+        """A :class:`~placement.cim.instance.CimInstance` of the graph's operators, host
+        latencies measured (``profile``) or, when ``hw``'s host says so, modelled."""
+        latencies = profile.latencies if profile is not None else None
+        return cim_instance(graph, latencies, hw.cim, host=hw.host)
+
+    def needs_profile(self, hw: Any) -> bool:
+        """Whether instances on ``hw`` need a measured profile (not with modelled hosts)."""
+        return not hw.host.modelled
 
     def solve(
         self, instance: Any, options: SolveSettings, starts: Sequence[Mapping[str, Any]] = ()
@@ -271,6 +282,10 @@ class PimTarget:
     def build_instance(self, graph: Any, profile: Any, hw: Any) -> Any:
         """A :class:`~placement.pim.instance.PimInstance` of the profile's nests."""
         return pim_instance(profile, hw.pim)
+
+    def needs_profile(self, hw: Any) -> bool:
+        """Always: the nests and their host times come from the nest profile."""
+        return True
 
     def solve(
         self, instance: Any, options: SolveSettings, starts: Sequence[Mapping[str, Any]] = ()

@@ -71,7 +71,11 @@ def test_cim_report_html_embeds_every_figure(capsys, tmp_path, cim_points):
     assert "Summary per model and hardware" in text
     for r in cim_points[0]:
         assert f"<td>{r['point_id']}</td>" in text
-    assert text.count("<td>resnet_tiny_int8</td>") == 2  # one summary row per hardware
+    summary = text.split("<h2>Summary per model and hardware</h2>")[1].split("<h2>")[0]
+    assert summary.count("<td>resnet_tiny_int8</td>") == 2  # one summary row per hardware
+    # the host-latency table: one row per model and hardware, before the summary
+    hosts = text.split("<h2>Host latencies</h2>")[1].split("<h2>")[0]
+    assert hosts.count("<td>resnet_tiny_int8</td>") == 2
 
 
 @pytest.mark.integration
