@@ -1,8 +1,8 @@
 """``placement profile``: measure host latencies once and save them for ``solve --profile``.
 
 ``--target cim``: per-operator ONNX Runtime latencies (a host profile); ``--target pim``:
-per-loop-nest MLIR JIT times and, where the host exposes them, Table 1 counters (a
-nest profile).
+per-loop-nest MLIR JIT times and counters per nest from ``--counters-source`` (a nest
+profile): the Table 1 events where the host exposes them, else simulated ones.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from placement.cli.common import (
     measure_host,
     measure_nests,
     profiling_options,
+    warn,
 )
+from placement.errors import PlacementError
 
 
 def register(sub: Any) -> None:
@@ -41,8 +43,74 @@ def register(sub: Any) -> None:
         " times and Table 1 counters",
     )
     profiling_options(profile)
+    counters_source_option(profile)
+    host_times_options(profile)
     profile.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     profile.set_defaults(handler=run)
+
+
+COUNTERS_SOURCES = ("auto", "perf", "simulated", "none")
+
+
+def counters_source_option(group: argparse._ActionsContainer) -> None:
+    """``--counters-source`` of ``--target pim`` (no default: see placement.cli.solve)."""
+    group.add_argument(
+        "--counters-source",
+        choices=COUNTERS_SOURCES,
+        help="PIM: where the rule's counters come from: perf = the Table 1 hardware events"
+        " (Ice Lake PMU); simulated = a callgrind cache simulation of the program (needs"
+        " valgrind and gcc; 3 runs at 10-100x the program's run time, more for vectorized"
+        " code; labelled '~'); auto (default)"
+        " = perf where available, else simulated where valgrind and gcc are installed,"
+        " else none",
+    )
+
+
+HOST_TIMES_CHOICES = ("ort", "compiled", "jit")
+CACHE_CHOICES = ("warm", "cold")
+
+
+def host_times_options(group: argparse._ActionsContainer) -> None:
+    """``--host-times`` and ``--cache`` of ``--target pim`` (no defaults here: applied by
+    placement.pim.pipeline, so that their use with --target cim can be refused)."""
+    group.add_argument(
+        "--host-times",
+        choices=HOST_TIMES_CHOICES,
+        help="PIM: where each nest's host time T_cpu comes from: ort = ONNX Runtime's time"
+        " of the nest's operator (1 thread) split over the operator's nests by their"
+        " compiled-JIT shares (default for .onnx: the host users run today); compiled ="
+        " the MLIR JIT of the host-optimized nests (default for .mlir); jit = the JIT of"
+        " the nests as lowered, unoptimized (the paper's method, 30-500x slower than"
+        " ONNX Runtime)",
+    )
+    group.add_argument(
+        "--cache",
+        choices=CACHE_CHOICES,
+        help="PIM: cache state while timing the nests and ONNX Runtime: warm = runs back to"
+        " back (default); cold = the last-level cache flushed before every run (a buffer of"
+        " 2x the LLC, at least 64 MiB, is touched)",
+    )
+
+
+def pim_host_times(args: argparse.Namespace) -> Any:
+    """The context in which ``profile_nests`` takes ``--host-times``/``--cache`` (an
+    impossible choice, such as ort for .mlir, fails here, before anything is lowered)."""
+    from placement.pim.pipeline import default_host_times, resolve_host_times
+
+    host_times = getattr(args, "host_times", None)
+    if host_times is not None:
+        resolve_host_times(host_times, args.model)
+    return default_host_times(host_times, getattr(args, "cache", None))
+
+
+def report_host_times(args: argparse.Namespace, profile: Any) -> None:
+    """The baseline lines and the timing warnings of a nest profile measured now."""
+    from placement.pim.report import baseline_lines
+
+    for line in baseline_lines(profile):
+        info(args, line)
+    for text in dict.fromkeys(profile.metadata.get("warnings") or []):  # each once
+        warn(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,6 +120,11 @@ def run(args: argparse.Namespace) -> int:
 def profile_cim(args: argparse.Namespace) -> int:
     from placement.graph import load_graph
 
+    if args.counters_source is not None:
+        raise PlacementError("--counters-source: a PIM option, needs --target pim")
+    for flag in ("host_times", "cache"):
+        if getattr(args, flag, None) is not None:
+            raise PlacementError(f"--{flag.replace('_', '-')}: a PIM option, needs --target pim")
     graph = load_graph(args.model)  # validates the model before spending time on it
     profile = measure_host(args, graph.path)
     profile.save(args.output)
@@ -61,13 +134,32 @@ def profile_cim(args: argparse.Namespace) -> int:
 
 def profile_pim(args: argparse.Namespace) -> int:
     check_output_file(args.output, "-o")
-    profile = measure_nests(args)
+    with pim_host_times(args):
+        profile = measure_nests_with_counters(args)
+    report_host_times(args, profile)
     profile.save(args.output)
     info(args, f"saved nest profile of {len(profile.nests)} nests to {args.output}")
     reason = profile.counters_unavailable_reason
     if reason is not None:
         counters_warning(reason)
     return 0
+
+
+def measure_nests_with_counters(args: argparse.Namespace) -> Any:
+    """:func:`~placement.cli.common.measure_nests` with the counters of
+    ``--counters-source`` (measure_nests itself takes no counter source)."""
+    from placement.pim.pipeline import default_counter_source
+
+    with default_counter_source(args.counters_source):
+        profile = measure_nests(args)
+    sim = profile.metadata.get("simulation")
+    if profile.simulated and isinstance(sim, dict):
+        info(
+            args,
+            f"simulated counters: callgrind cache simulation in {sim['total_seconds']:.1f} s"
+            f" ({sim['warmup']} warm-up + 1 counted run)",
+        )
+    return profile
 
 
 HANDLERS = {"cim": profile_cim, "pim": profile_pim}

@@ -21,9 +21,15 @@ from placement.cli.common import (
     cim_hardware_options,
     info,
     measure_host,
-    measure_nests,
+    modelled_host,
     profiling_options,
     warn,
+)
+from placement.cli.profile import (
+    counters_source_option,
+    host_times_options,
+    measure_nests_with_counters,
+    pim_host_times,
 )
 from placement.errors import PlacementError
 from placement.hardware.pim import DEFAULT_PIM_PRESET
@@ -40,7 +46,8 @@ PIM_SOLVERS = ("highs", "scip", "cbc", "gurobi")  # MIP backends; "auto" is HiGH
 # so that their use with the other target can be detected and refused).
 CIM_ONLY = ("hardware", "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes",
             "crossbar_size")  # fmt: skip
-PIM_ONLY = ("pim_hardware", "pim_cores", "counters", "copy", "granularity", "allow_estimates")
+PIM_ONLY = ("pim_hardware", "pim_cores", "counters", "counters_source", "copy", "granularity",
+            "allow_estimates", "host_times", "cache")  # fmt: skip
 
 
 def register(sub: Any) -> None:
@@ -87,6 +94,15 @@ def register(sub: Any) -> None:
         " optimum. 'auto' (default): bounded for near-chain graphs, tightened otherwise",
     )
     sol.add_argument(
+        "--method",
+        choices=["auto", "monolithic", "decomposition"],
+        default="auto",
+        help="CIM: 'decomposition' splits the graph at operators no edge jumps over and"
+        " solves the blocks between them alone, combined exactly (an optimum, or a"
+        " certified gap when time runs out); 'monolithic' solves one model. 'auto'"
+        " (default): decomposition for graphs of 150 operators or more with two blocks",
+    )
+    sol.add_argument(
         "--no-warm-start",
         dest="warm_start",
         action="store_false",
@@ -125,6 +141,8 @@ def pim_solve_options(group: argparse._ActionsContainer) -> None:
         help="Table 1 counters per nest measured elsewhere (CSV: nest_id + the five events;"
         " or JSON keyed by nest id); replaces the profile's counters",
     )
+    counters_source_option(group)
+    host_times_options(group)
     group.add_argument(
         "--copy",
         choices=COPY_CHOICES,
@@ -160,16 +178,17 @@ def run(args: argparse.Namespace) -> int:
 
 def solve_cim(args: argparse.Namespace) -> int:
     from placement.cim.instance import cim_instance
-    from placement.cim.report import result_document, summary_lines
+    from placement.cim.report import host_source, result_document, summary_lines
     from placement.cim.solve import (
+        block_choices,
         resolve_formulation,
+        resolve_method,
         resolve_solver,
         solve,
         unavailable_reason,
     )
     from placement.graph import load_graph
     from placement.io import write_json_atomic
-    from placement.profiling.host_profile import HostProfile
 
     check_solver_flags(args)
     if args.plot:
@@ -183,29 +202,21 @@ def solve_cim(args: argparse.Namespace) -> int:
         f"model: {graph.path} ({len(graph.operators)} operators, {n_cim} CIM-capable,"
         f" {len(graph.edges)} data edges)",
     )
-    if args.profile:
-        profile = HostProfile.load(args.profile)
-        profile.check_matches(graph.sha256, graph.path)
-        source = f"loaded from {args.profile}"
+    profile, meta = host_profile(args, graph)
+    hw = cim_hardware(args, meta.get("machine") if meta else None, meta)
+    instance = cim_instance(graph, profile.latencies if profile else None, hw.cim, host=hw.host)
+    method = resolve_method(instance, args.method)
+    if method == "decomposition":
+        formulation, solver = block_choices(args.formulation, args.solver)
+        how = f"decomposition at cut operators, each block with {solver} ({formulation})"
     else:
-        profile = measure_host(args, graph.path)
-        source = "measured now"
-    meta = profile.metadata
+        formulation = resolve_formulation(instance, args.formulation)
+        solver = resolve_solver(formulation, args.solver, args.warm_start)
+        how = f"{solver} ({formulation} formulation)"
     info(
         args,
-        f"host profile: {source} ({meta.get('runs')} runs, {meta.get('intra_op_threads')}"
-        f" thread(s), ONNX Runtime {meta.get('onnxruntime_version')},"
-        f" optimization {meta.get('optimization')}, {meta.get('machine')})",
-    )
-    hw = cim_hardware(args, meta.get("machine"))
-    instance = cim_instance(graph, profile.latencies, hw.cim)
-    formulation = resolve_formulation(instance, args.formulation)
-    solver = resolve_solver(formulation, args.solver, args.warm_start)
-    info(
-        args,
-        f"parallel operator pairs: {len(instance.parallel_pairs)}; solving with {solver}"
-        f" ({args.formulation} formulation, time limit {args.time_limit:g} s,"
-        f" relative gap {args.gap:g}) ...",
+        f"parallel operator pairs: {len(instance.parallel_pairs)}; solving by {how},"
+        f" time limit {args.time_limit:g} s, relative gap {args.gap:g} ...",
     )
     if solver != "highs":
         reason = unavailable_reason(solver)
@@ -220,8 +231,10 @@ def solve_cim(args: argparse.Namespace) -> int:
         threads=args.solver_threads,
         tee=[sys.stderr] if args.solver_log else False,
         warm_start=args.warm_start,
+        method=method,
+        progress=None if args.quiet else (lambda line: info(args, line)),
     )
-    for line in summary_lines(placement, graph, hw, args.details):
+    for line in summary_lines(placement, graph, hw, args.details, meta):
         print(line)
     if args.json:
         # allow_nan: a result document has always been written even with an infinite bound.
@@ -233,7 +246,8 @@ def solve_cim(args: argparse.Namespace) -> int:
         from placement.plots.gantt import cim_gantt
 
         edges = [(e.src, e.dst, e.t_transfer) for e in instance.edges]
-        save_figure(cim_gantt(placement.to_json(), edges, title=graph.path), args.plot)
+        doc = placement.to_json() | {"host": host_source(hw, meta).to_json()}  # the caption
+        save_figure(cim_gantt(doc, edges, title=graph.path), args.plot)
         info(args, f"wrote {args.plot}")
     if placement.schedule is None:
         print(
@@ -248,6 +262,36 @@ def solve_cim(args: argparse.Namespace) -> int:
             " not proven optimal (see its gap)"
         )
     return 0
+
+
+def host_profile(args: argparse.Namespace, graph: Any) -> tuple[Any, dict[str, Any] | None]:
+    """(HostProfile, its metadata) of ``--profile`` or measured now; (None, None) when
+    ``--hardware`` models the host latencies (then nothing is measured)."""
+    from placement.profiling.host_profile import HostProfile
+
+    if modelled_host(args):
+        if args.profile:
+            warn(
+                f"--profile {args.profile} is not used: hardware '{args.hardware}' takes the host"
+                ' latencies from the host model (host.latency = "model")'
+            )
+        info(args, "host latencies: modelled by the analytical host model (estimate), not measured")
+        return None, None
+    if args.profile:
+        profile = HostProfile.load(args.profile)
+        profile.check_matches(graph.sha256, graph.path)
+        source = f"loaded from {args.profile}"
+    else:
+        profile = measure_host(args, graph.path)
+        source = "measured now"
+    meta = profile.metadata
+    info(
+        args,
+        f"host profile: {source} ({meta.get('runs')} runs, {meta.get('intra_op_threads')}"
+        f" thread(s), ONNX Runtime {meta.get('onnxruntime_version')},"
+        f" optimization {meta.get('optimization')}, {meta.get('machine')})",
+    )
+    return profile, meta
 
 
 def solve_pim(args: argparse.Namespace) -> int:
@@ -280,14 +324,30 @@ def solve_pim(args: argparse.Namespace) -> int:
         check_output_file(args.json, "--json")
     if args.counters and not Path(args.counters).is_file():
         raise PlacementError(f"{args.counters}: no such counters file")
+    if args.counters_source is not None and args.profile:
+        raise PlacementError(
+            "--counters-source: applies when profiling; with --profile the saved profile's"
+            " counters are used (--counters FILE replaces them)"
+        )
 
     if args.profile:
         sha = model_sha256(args.model)
         profile = NestProfile.load(args.profile)
         profile.check_matches(sha, args.model)
+        for flag, held in (("host_times", profile.host_times), ("cache", profile.cache)):
+            wanted = getattr(args, flag, None)
+            if wanted is not None and wanted != held:
+                raise PlacementError(
+                    f"--{flag.replace('_', '-')} {wanted}: the profile {args.profile} was"
+                    f" measured with --{flag.replace('_', '-')} {held}; re-profile with"
+                    f" --{flag.replace('_', '-')} {wanted} or leave the flag out"
+                )
         source = f"loaded from {args.profile}"
     else:
-        profile = measure_nests(args)
+        with pim_host_times(args):
+            profile = measure_nests_with_counters(args)
+        for text in dict.fromkeys(profile.metadata.get("warnings") or []):
+            warn(text)
         source = "measured now"
     meta = profile.metadata
     info(

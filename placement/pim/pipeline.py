@@ -2,10 +2,27 @@
 
 ``lower_model``: a model (.onnx, or .mlir at linalg-on-tensors level) lowered with
 torch-mlir to its loop nests. ``profile_nests``: every nest timed in the MLIR JIT
-(the JIT's outputs checked against ONNX Runtime for .onnx), and the Table 1 counters
-per nest where the host exposes them. ``with_counters_file``: counters measured
-elsewhere. ``instance``: the profile and a PIM spec as the plain data the rule and the
-model take (``placement.pim.solve`` solves it).
+(the JIT's outputs checked against ONNX Runtime for .onnx), and counters per nest from
+the source asked for (``counters``): ``perf`` (the Table 1 events, where the host's PMU
+counts them), ``simulated`` (a callgrind cache simulation,
+:mod:`placement.profiling.simulated`), ``none``, or ``auto`` (the default: perf where
+available, else simulated where valgrind and gcc are installed, else none with the
+reasons). ``with_counters_file``: counters measured elsewhere. ``instance``: the profile
+and a PIM spec as the plain data the rule and the model take (``placement.pim.solve``
+solves it).
+
+Host times (``host_times``, recorded in the profile, see
+:mod:`placement.profiling.nest_profile`): ``ort`` (default for .onnx) -- ONNX Runtime's
+per-operator times (1 thread, :func:`~placement.profiling.ort.measure.profile_model`)
+split over each operator's nests by their compiled-JIT shares (:func:`apportion_ort`);
+``compiled`` (default for .mlir, which ONNX Runtime cannot run) -- the JIT times of the
+program optimized for the host (:mod:`placement.profiling.mlir.optimize`); ``jit`` -- the
+JIT times of the loops as lowered (the original method). For .onnx, ONNX Runtime's
+CPU-only time is measured whatever the source and stored with the profile
+(``ort_cpu_only``). ``cache``: ``warm`` or ``cold`` (last-level cache flushed before
+every run, :mod:`placement.profiling.cache_flush`), for the JIT and ONNX Runtime alike.
+Counters are counted (or simulated) on the program that was timed: the optimized one
+for ``ort``/``compiled``, the lowered one for ``jit``.
 
 torch-mlir is imported only when a model is lowered or timed (about 0.3 s), so the
 CIM path and loading saved profiles never pay for it.
@@ -13,7 +30,10 @@ CIM path and loading saved profiles never pay for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -25,15 +45,135 @@ from placement.hardware.pim import PimSpec
 from placement.io import file_sha256
 from placement.pim.instance import PimInstance
 from placement.profiling.counters import (
+    AUTO,
+    COUNTER_SOURCES,
+    NONE,
+    PERF,
+    SIMULATED,
     CountersUnavailable,
     count_nests,
     load_counters,
-    table1_events,
+    select_source,
 )
 from placement.profiling.host import host_description
 from placement.profiling.nest_profile import FILE, MEASURED, UNAVAILABLE, NestProfile
 
-Progress = Callable[[str, int, int], None]  # (phase "timing"|"counters", done, total)
+Progress = Callable[[str, int, int], None]  # (phase, done, total); phases below
+SIMULATION_PHASE = "simulating the caches with callgrind"
+# Valgrind with cache simulation runs the compiled program ~10-100x slower than natively
+# (unoptimized loops) up to several hundred times (vectorized code), plus its start-up;
+# `auto` skips a simulation expected to exceed the budget (explicit `simulated` never does).
+SIMULATION_SLOWDOWN = (100.0, 600.0)
+SIMULATION_STARTUP_SECONDS = 0.4
+AUTO_SIMULATION_BUDGET_SECONDS = 900.0
+
+# The counter source of profile_nests calls that do not name one. The CLI sets it from
+# --counters-source around placement.cli.common.measure_nests (which does not pass one).
+_DEFAULT_SOURCE: ContextVar[str] = ContextVar("placement_counter_source", default=AUTO)
+
+
+@contextmanager
+def default_counter_source(source: str | None) -> Iterator[None]:
+    """Within the block, ``profile_nests`` without ``counters=`` uses ``source``."""
+    if source is not None and source not in COUNTER_SOURCES:
+        raise PlacementError(
+            f"unknown counter source {source!r}; known: {', '.join(COUNTER_SOURCES)}"
+        )
+    token = _DEFAULT_SOURCE.set(source or AUTO)
+    try:
+        yield
+    finally:
+        _DEFAULT_SOURCE.reset(token)
+
+
+HOST_TIME_SOURCES = ("ort", "compiled", "jit")
+CACHE_STATES = ("warm", "cold")
+DEFAULT_HOST_TIMES = "ort"  # closest to what a user runs today (ONNX Runtime on the host)
+DEFAULT_CACHE = "warm"
+ORT_PHASE = "profiling with ONNX Runtime (1 thread)"
+
+# host_times / cache of profile_nests calls that do not name them; the CLI sets them
+# from --host-times / --cache around placement.cli.common.measure_nests.
+_DEFAULT_HOST: ContextVar[tuple[str | None, str | None]] = ContextVar(
+    "placement_host_times", default=(None, None)
+)
+
+
+@contextmanager
+def default_host_times(host_times: str | None, cache: str | None) -> Iterator[None]:
+    """Within the block, ``profile_nests`` without ``host_times=``/``cache=`` uses these."""
+    if host_times is not None and host_times not in HOST_TIME_SOURCES:
+        raise PlacementError(
+            f"unknown host-time source {host_times!r}; known: {', '.join(HOST_TIME_SOURCES)}"
+        )
+    if cache is not None and cache not in CACHE_STATES:
+        raise PlacementError(f"cache state must be 'warm' or 'cold', got {cache!r}")
+    token = _DEFAULT_HOST.set((host_times, cache))
+    try:
+        yield
+    finally:
+        _DEFAULT_HOST.reset(token)
+
+
+def resolve_host_times(host_times: str | None, path: str | Path) -> str:
+    """The host-time source for ``path``: ``ort`` unless .mlir (ONNX Runtime cannot run it)."""
+    if host_times is None:
+        return "compiled" if is_mlir(path) else DEFAULT_HOST_TIMES
+    if host_times not in HOST_TIME_SOURCES:
+        raise PlacementError(
+            f"unknown host-time source {host_times!r}; known: {', '.join(HOST_TIME_SOURCES)}"
+        )
+    if host_times == "ort" and is_mlir(path):
+        raise PlacementError(
+            f"{path}: --host-times ort needs an ONNX model (ONNX Runtime cannot run .mlir);"
+            " use --host-times compiled or jit"
+        )
+    return host_times
+
+
+def apportion_ort(
+    nests: Sequence[Any], compiled: Mapping[str, float], ort_times: Mapping[str, float]
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """Per nest, its ONNX operator's ONNX Runtime time times the nest's compiled share.
+
+    ``compiled``: per nest id, its measured JIT time; ``ort_times``: per ONNX node name,
+    ONNX Runtime's time. For every operator with nests, the nests' times sum to the
+    operator's ONNX Runtime time (shares by compiled time; by ``N_total`` when all of an
+    operator's nests measured 0). Nests with no ONNX operator (or one ONNX Runtime does
+    not list) keep their compiled time. Returns the times and a record of what was done,
+    including the ONNX Runtime time of operators with no nest (it stays on the host
+    whatever the placement and is in no nest's T_cpu).
+    """
+    groups: dict[str, list[Any]] = {}
+    for nest in nests:
+        if nest.onnx_node and nest.onnx_node in ort_times:
+            groups.setdefault(nest.onnx_node, []).append(nest)
+    t_cpu: dict[str, float] = {}
+    by_work: list[str] = []
+    for node, group in groups.items():
+        total = math.fsum(compiled[n.id] for n in group)
+        if total > 0:
+            weights = [compiled[n.id] for n in group]
+        else:
+            weights = [float(max(1, n.n_total)) for n in group]
+            total = math.fsum(weights)
+            by_work.append(node)
+        for nest, weight in zip(group, weights, strict=True):
+            t_cpu[nest.id] = ort_times[node] * weight / total
+    kept = [n.id for n in nests if n.id not in t_cpu]
+    for nid in kept:
+        t_cpu[nid] = compiled[nid]
+    without = {node: t for node, t in ort_times.items() if node not in groups}
+    record = {
+        "rule": "T_cpu(nest) = T_ort(operator) x T_compiled(nest) / sum of T_compiled over"
+        " the operator's nests",
+        "operators": len(groups),
+        "shares_by_n_total": by_work,
+        "nests_kept_compiled": kept,
+        "operators_without_nests": without,
+        "operators_without_nests_seconds": math.fsum(without.values()),
+    }
+    return {n.id: t_cpu[n.id] for n in nests}, record
 
 
 # --------------------------------------------------------------------------- lowering + profiling
@@ -65,14 +205,27 @@ def profile_nests(
     warmup: int = 5,
     *,
     seed: int = 0,
-    counters: bool = True,
+    counters: str | bool | None = None,
     progress: Progress | None = None,
     program: Any = None,
+    cache_geometry: Any = None,
+    host_times: str | None = None,
+    cache: str | None = None,
+    markers: str = "auto",
 ) -> NestProfile:
-    """Lower ``path``, time its nests, read counters if this host can; see the module doc.
+    """Lower ``path``, time its nests, attach counters; see the module doc.
 
     ``program`` may be a program already lowered from ``path`` (saves ~0.2 s).
-    ``counters=False`` skips the counter run (recorded as unavailable: not requested).
+    ``counters``: ``"auto"`` | ``"perf"`` | ``"simulated"`` | ``"none"`` (``True`` = auto,
+    ``False`` = none, None = the :func:`default_counter_source`, auto unless set). An
+    explicit ``perf`` or ``simulated`` that this host cannot provide is an error, raised
+    before anything is timed; ``auto`` records the reasons instead. ``cache_geometry``: a
+    :class:`~placement.profiling.simulated.CacheGeometry` for the simulation (default:
+    this host's, :func:`~placement.profiling.simulated.host_cache_geometry`).
+    ``host_times``: ``"ort"`` | ``"compiled"`` | ``"jit"`` and ``cache``: ``"warm"`` |
+    ``"cold"`` (module doc; None = the :func:`default_host_times`, else ort for .onnx,
+    compiled for .mlir, and warm). ``markers``: ``"auto"`` | ``"c"`` | ``"python"``
+    (:func:`~placement.profiling.nest_timing.time_nests`).
     """
     from placement.profiling.nest_timing import time_nests  # loads torch-mlir
 
@@ -80,6 +233,18 @@ def profile_nests(
     if runs < 1 or warmup < 0:
         raise PlacementError(f"--runs must be >= 1 and --warmup >= 0 (got {runs}, {warmup})")
     sha = model_sha256(path)
+    default_host, default_cache = _DEFAULT_HOST.get()
+    host_times = resolve_host_times(host_times or default_host, path)
+    cache = cache or default_cache or DEFAULT_CACHE
+    if cache not in CACHE_STATES:
+        raise PlacementError(f"cache state must be 'warm' or 'cold', got {cache!r}")
+    requested = _DEFAULT_SOURCE.get() if counters is None else counters
+    if isinstance(requested, bool):
+        requested = AUTO if requested else NONE
+    try:
+        choice = select_source(requested)
+    except CountersUnavailable as exc:
+        raise PlacementError(f"--counters-source {requested}: {exc.reason}") from None
     if program is None:
         program = lower_model(path)
     if not program.nests:
@@ -91,24 +256,81 @@ def profile_nests(
         return lambda done, total: progress(name, done, total)
 
     onnx_ref = None if program.source_kind == "mlir" else path
+    if host_times != "jit":  # time (and count) the program a compiler would run
+        from placement.profiling.mlir.optimize import optimize_program
+
+        program = optimize_program(program)
     timing = time_nests(
         program, runs=runs, warmup=warmup, seed=seed, check_against_onnx=onnx_ref,
-        progress=phase("timing"),
+        progress=phase("timing"), cache=cache, markers=markers,
     )  # fmt: skip
+    t_cpu = dict(timing.t_cpu)
+    ort_record: dict[str, Any] | None = None
+    ort_cpu_only: float | None = None
+    host_detail: dict[str, Any] = {
+        "source": host_times,
+        "jit_seconds": dict(timing.t_cpu),  # the measured JIT times (compiled unless jit)
+    }
+    if onnx_ref is not None:
+        from placement.profiling.ort.measure import profile_model
+
+        ort_profile = profile_model(
+            path, runs=runs, warmup=warmup, intra_op_threads=1, optimization="all",
+            seed=seed, cache=cache, progress=phase(ORT_PHASE),
+        )  # fmt: skip
+        ort_cpu_only = ort_profile.kernel_total
+        ort_record = _ort_summary(ort_profile)
+        if host_times == "ort":
+            t_cpu, apportioning = apportion_ort(program.nests, timing.t_cpu, ort_profile.latencies)
+            host_detail["apportioning"] = apportioning
+    else:
+        host_detail["onnxruntime"] = "not measured: .mlir input (nothing for ONNX Runtime to run)"
 
     values: dict[str, dict[str, float]] | None = None
-    if not counters:
-        source = f"{UNAVAILABLE}: not requested"
-    else:
+    simulation: dict[str, Any] | None = None
+    if choice.source == PERF:
         try:
-            events = table1_events()
             values = count_nests(
-                program, events, runs=runs, warmup=min(warmup, 1), seed=seed,
+                program, choice.events, runs=runs, warmup=min(warmup, 1), seed=seed,
                 progress=phase("counters"),
             )  # fmt: skip
             source = MEASURED
         except CountersUnavailable as exc:
+            if requested != AUTO:
+                raise PlacementError(f"--counters-source perf: {exc.reason}") from None
             source = f"{UNAVAILABLE}: {exc.reason}"
+    elif choice.source == SIMULATED:
+        from placement.profiling.simulated import DEFAULT_WARMUP, simulate_nests
+
+        program_runs = (DEFAULT_WARMUP + 1) * timing.total_seconds
+        low, high = (SIMULATION_STARTUP_SECONDS + program_runs * f for f in SIMULATION_SLOWDOWN)
+        sim = None
+        if requested == AUTO and low > AUTO_SIMULATION_BUDGET_SECONDS:
+            source = (
+                f"{UNAVAILABLE}: {choice.skipped[0] + '; ' if choice.skipped else ''}simulated"
+                f" counters skipped: the cache simulation would take {low / 60:.0f}-"
+                f"{high / 60:.0f} min ({DEFAULT_WARMUP + 1} runs of"
+                f" {timing.total_seconds:.3g} s under valgrind); --counters-source simulated"
+                " runs it anyway"
+            )
+        else:
+            try:
+                sim = simulate_nests(
+                    program, geometry=cache_geometry, cold=cache == "cold", seed=seed,
+                    progress=phase(f"{SIMULATION_PHASE} (~{low:.0f}-{high:.0f} s)"),
+                )  # fmt: skip
+            except (CountersUnavailable, PlacementError) as exc:
+                reason = getattr(exc, "reason", None) or str(exc)
+                if requested != AUTO:
+                    raise PlacementError(f"--counters-source simulated: {reason}") from None
+                source = f"{UNAVAILABLE}: simulated counters failed: {reason}"
+        if sim is not None:
+            values, source = sim.counters, SIMULATED
+            simulation = dict(sim.metadata)
+            if choice.skipped:
+                simulation["perf_unavailable"] = choice.skipped[0]
+    else:
+        source = f"{UNAVAILABLE}: {choice.reason}"
 
     metadata: dict[str, Any] = {
         "torch_mlir_version": _package_version("torch-mlir"),
@@ -126,10 +348,20 @@ def profile_nests(
         "max_abs_error": timing.max_abs_error,
         "timing": timing.metadata,
         "lowering": program.metadata,
+        "counters_requested": requested,
+        "host_times_detail": host_detail,
+        "onnxruntime": ort_record,
+        "warnings": list(timing.metadata.get("warnings", []))
+        + list((ort_record or {}).get("warnings", [])),
     }
+    if simulation is not None:
+        metadata["simulation"] = simulation
     return NestProfile(
+        host_times=host_times,
+        cache=cache,
+        ort_cpu_only=ort_cpu_only,
         nests=list(program.nests),
-        t_cpu=dict(timing.t_cpu),
+        t_cpu=t_cpu,
         counters=values,
         counter_source=source,
         model_sha256=sha,
@@ -152,6 +384,18 @@ def instance(profile: NestProfile, spec: PimSpec, cores: int | None = None) -> P
         nests=tuple(profile.nests), t_cpu=profile.t_cpu, spec=spec, n_cores=cores,
         counters=profile.counters,
     )  # fmt: skip
+
+
+def _ort_summary(profile: Any) -> dict[str, Any]:
+    """What the nest profile keeps of ONNX Runtime's profile of the same model."""
+    meta = profile.metadata
+    keys = ("onnxruntime_version", "optimization", "intra_op_threads", "runs", "warmup",
+            "statistic", "cache", "cache_flush_bytes", "total_spread", "machine_load",
+            "warnings", "median_run_wall_seconds", "attribution_rule")  # fmt: skip
+    record = {k: meta.get(k) for k in keys if k in meta}
+    record["cpu_only_seconds"] = profile.kernel_total
+    record["operator_seconds"] = dict(profile.latencies)
+    return record
 
 
 def _package_version(name: str) -> str | None:

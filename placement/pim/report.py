@@ -1,7 +1,10 @@
 """What a PIM solve reports: the table on the terminal and the JSON document.
 
 Derived values that are estimated rather than measured carry ``"estimated": true``
-next to the value in the document and a ``*`` in the table.
+next to the value in the document and a ``*`` in the table; values and rule decisions
+from simulated counters (a cache simulation, not hardware events) carry
+``"simulated": true`` and a ``~``. The rule's reasons are printed once per distinct
+reason, with the nests (and core counts) it applies to.
 """
 
 from __future__ import annotations
@@ -13,9 +16,15 @@ from typing import Any
 
 from placement.hardware.pim import PimHardware
 from placement.nests import LoopNest
+from placement.pim.rules import simulated_store_bound
 from placement.pim.solve import CoreResult
-from placement.profiling.counters import BACKEND_EVENTS, EV_BOUND_ON_STORES, EV_OFFCORE_RD
-from placement.profiling.nest_profile import FILE, MEASURED, NestProfile
+from placement.profiling.counters import (
+    BACKEND_EVENTS,
+    EV_BOUND_ON_STORES,
+    EV_OFFCORE_RD,
+    SIM_OFFCORE_READ_BYTES,
+)
+from placement.profiling.nest_profile import FILE, MEASURED, SIMULATED, NestProfile
 from placement.solvers.base import SolveStatus
 from placement.solvers.registry import get_backend
 from placement.units import fmt_bandwidth, fmt_bytes, fmt_time
@@ -29,30 +38,44 @@ RESULT_VERSION = 1
 
 @dataclass(frozen=True)
 class Derived:
-    """A value derived for display; ``estimated`` when not from a measured counter."""
+    """A value derived for display; ``estimated`` when not from a measured counter,
+    ``simulated`` when from simulated counters (placement.profiling.simulated)."""
 
     value: float | None
     estimated: bool
+    simulated: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "estimated": self.estimated}
+        return {"value": self.value, "estimated": self.estimated, "simulated": self.simulated}
 
 
 def read_bandwidth(
     nest: LoopNest, t_cpu: float, counters: Mapping[str, float] | None, cache_line: int
 ) -> Derived:
-    """Eq. 6 from the off-core read counter, else fetch_bytes / T_cpu (estimated)."""
+    """Eq. 6 from the off-core read counter, else from the simulated off-core read bytes
+    (simulated), else fetch_bytes / T_cpu (estimated)."""
+    has_counter = counters is not None and EV_OFFCORE_RD in counters
+    simulated = not has_counter and counters is not None and SIM_OFFCORE_READ_BYTES in counters
     if t_cpu <= 0:
-        return Derived(None, counters is None or EV_OFFCORE_RD not in counters)
-    if counters is not None and EV_OFFCORE_RD in counters:
+        return Derived(None, not has_counter and not simulated, simulated)
+    if counters is not None and has_counter:
         return Derived(counters[EV_OFFCORE_RD] * cache_line / t_cpu, False)
+    if counters is not None and simulated:
+        return Derived(counters[SIM_OFFCORE_READ_BYTES] / t_cpu, False, True)
     return Derived(nest.fetch_bytes / t_cpu, True)
 
 
 def store_bound(counters: Mapping[str, float] | None) -> Derived:
-    """Eq. 7 from the counters; no estimate exists (None without them)."""
-    if counters is None or any(e not in counters for e in (EV_BOUND_ON_STORES, *BACKEND_EVENTS)):
+    """Eq. 7 from the counters, else its simulated form (placement.pim.rules); no
+    estimate exists (None without either)."""
+    if counters is None:
         return Derived(None, False)
+    if any(e not in counters for e in (EV_BOUND_ON_STORES, *BACKEND_EVENTS)):
+        cycles = simulated_store_bound(counters)
+        if cycles is None:
+            return Derived(None, False)
+        c_store, backend = cycles
+        return Derived(c_store / backend if backend > 0 else 0.0, False, True)
     c_store = counters[EV_BOUND_ON_STORES]
     backend = math.fsum(counters[e] for e in BACKEND_EVENTS) + c_store
     return Derived(c_store / backend if backend > 0 else 0.0, False)
@@ -94,6 +117,7 @@ def pim_document(
                     "speedup": None if math.isinf(rs) else rs,
                     "on_pim": r.rule_on_pim,
                     "estimated": any(d.estimated for d in r.rule.values()),
+                    "simulated": any(d.simulated for d in r.rule.values()),
                     "decisions": {k: d.to_json() for k, d in r.rule.items()},
                 },
                 "model": model,
@@ -125,11 +149,95 @@ def pim_document(
             "read_bandwidth": "fetch_bytes / T_cpu where the off-core read counter is missing",
             "t_pim": "analytical model (placement.devices.pim), not measured",
         },
+        "simulated": {
+            "counters": profile.counter_source == SIMULATED,
+            "read_bandwidth": "simulated LL read misses x line size / T_cpu (callgrind)",
+            "store_bound": "share of the simulated cycle estimate (Ir + 10 per D1 miss + 100"
+            " per LL miss) spent on LL write misses: 100 DLmw / estimate (placement.pim.rules)",
+        },
         "cpu_only": profile.cpu_only,
+        "baseline": baseline(profile),
         "nests": nests,
         "results": per_core,
     }
 
+
+
+# --------------------------------------------------------------------------- baseline
+
+# A CPU-only time above ONNX Runtime's by more than rounding (the ort source sums ORT's
+# own per-operator times) counts as slower.
+SLOWER_TOLERANCE = 1.0 + 1e-6
+
+
+def baseline(profile: Any) -> dict[str, Any]:
+    """The CPU-only baseline every speed-up is relative to, beside ONNX Runtime's.
+
+    ``ratio_to_ort`` = the profile's CPU-only time (sum of nest T_cpu) / ONNX Runtime's
+    CPU-only time for the same model (None when not measured: .mlir input, or a profile
+    written before it was recorded); ``slower_than_ort`` when above 1: speed-ups are
+    then measured against a host slower than what users run today, by that factor.
+    """
+    host_times = getattr(profile, "host_times", "jit")
+    ort = getattr(profile, "ort_cpu_only", None)
+    ratio = profile.cpu_only / ort if ort else None
+    detail = profile.metadata.get("host_times_detail")
+    apportioning = (detail or {}).get("apportioning") or {}
+    return {
+        "host_times": host_times,
+        "description": getattr(profile, "host_times_description", host_times),
+        # False for profiles written before the source was recorded (they hold jit times)
+        "recorded": detail is not None,
+        "cache": getattr(profile, "cache", "warm"),
+        "cpu_only": profile.cpu_only,
+        "ort_cpu_only": ort,
+        "ratio_to_ort": ratio,
+        "slower_than_ort": bool(ratio is not None and ratio > SLOWER_TOLERANCE),
+        "ort_operators_without_nests_seconds": apportioning.get("operators_without_nests_seconds"),
+        "statement": "; ".join(baseline_lines(profile)),
+    }
+
+
+def baseline_lines(profile: Any) -> list[str]:
+    """One or two lines: where T_cpu comes from, and how the CPU-only time compares with
+    ONNX Runtime's (how much slower, when it is)."""
+    host_times = getattr(profile, "host_times", "jit")
+    description = getattr(profile, "host_times_description", host_times)
+    cache = getattr(profile, "cache", "warm")
+    detail = profile.metadata.get("host_times_detail")
+    if detail is None and host_times == "jit":
+        description += " (a profile written before host-time sources were recorded)"
+    lines = [f"baseline: host times {host_times}: {description}; {cache} cache"]
+    ort = getattr(profile, "ort_cpu_only", None)
+    cpu_only = profile.cpu_only
+    if not ort:
+        why = (
+            "nothing for ONNX Runtime to run (.mlir input)"
+            if profile.source_kind == "mlir"
+            else "not measured for this profile; re-profile to compare"
+        )
+        lines.append(f"baseline vs ONNX Runtime: ONNX Runtime CPU-only time: {why}")
+        return lines
+    ratio = cpu_only / ort
+    text = (
+        f"baseline vs ONNX Runtime: CPU-only {fmt_time(cpu_only)} vs ONNX Runtime (1 thread)"
+        f" {fmt_time(ort)} for the same model"
+    )
+    if ratio > SLOWER_TOLERANCE:
+        text += (
+            f": the baseline is {ratio:.2f}x slower than ONNX Runtime, so every speed-up"
+            f" below is relative to a host {ratio:.2f}x slower than what users run today"
+        )
+    else:
+        text += f" ({ratio:.2f}x of it)"
+        left = ((detail or {}).get("apportioning") or {}).get("operators_without_nests_seconds")
+        if left:
+            text += (
+                f"; {fmt_time(left)} of ONNX Runtime's time is in operators with no loop nest"
+                " (on the host whatever the placement, in no T_cpu)"
+            )
+    lines.append(text)
+    return lines
 
 
 # --------------------------------------------------------------------------- terminal
@@ -162,10 +270,11 @@ def summary_lines(
     lines = [
         f"model: {profile.model_path} ({profile.source_kind}), {len(profile.nests)} loop nests;"
         f" CPU-only {fmt_time(profile.cpu_only)} (sum of nest T_cpu)",
+        *baseline_lines(profile),
         f"hardware counters: {_counter_status(profile)}",
         "",
     ]
-    estimated_bw = False
+    estimated_bw = simulated_any = False
     header = (
         f"{'nest':<6}{'origin':<26}{'N_iter':>9}{'N_total':>11}{'fetch':>10}{'flush':>10}"
         f"{'T_cpu':>10}{'BW_read':>12}{'StoreBnd':>9}"
@@ -178,10 +287,9 @@ def summary_lines(
         bw = read_bandwidth(n, t, counters.get(n.id), spec.cache_line)
         sb = store_bound(counters.get(n.id))
         estimated_bw |= bw.estimated
-        bw_text = (
-            "-" if bw.value is None else fmt_bandwidth(bw.value) + ("*" if bw.estimated else "")
-        )
-        sb_text = "-" if sb.value is None else f"{sb.value:.3f}"
+        simulated_any |= bw.simulated or sb.simulated
+        bw_text = "-" if bw.value is None else fmt_bandwidth(bw.value) + _mark(bw)
+        sb_text = "-" if sb.value is None else f"{sb.value:.3f}" + _mark(sb)
         row = (
             f"{n.id:<6}{_origin(n)[:25]:<26}{n.n_iter:>9}{n.n_total:>11}"
             f"{fmt_bytes(n.fetch_bytes):>10}{fmt_bytes(n.flush_bytes):>10}"
@@ -189,7 +297,8 @@ def summary_lines(
         )
         for r in results:
             d = r.rule[n.id]
-            rule = d.place + ("*" if d.estimated else "")
+            simulated_any |= d.simulated
+            rule = d.place + _mark(d)
             model = (
                 "-"
                 if r.placement.on_pim is None
@@ -199,16 +308,7 @@ def summary_lines(
         lines.append(row)
 
     lines.append("")
-    lines.append("rule decisions (Eqs. 1-7) and their reasons:")
-    for n in profile.nests:
-        groups: dict[tuple[str, str, bool], list[int]] = {}
-        for r in results:
-            d = r.rule[n.id]
-            groups.setdefault((d.place, d.reason, d.estimated), []).append(r.cores)
-        for (place, reason, est), cores in groups.items():
-            mark = "*" if est else ""
-            lines.append(f"  {n.id} N={','.join(map(str, cores))}: {place}{mark}: {reason}")
-
+    lines.extend(reason_lines(profile.nests, results))
     lines.append("")
     lines.append(
         f"{'N_core':>6}{'T_hybrid':>11}{'T_host':>11}{'T_pim':>11}{'T_copy':>11}"
@@ -255,7 +355,91 @@ def summary_lines(
             "* estimated, not measured: BW_read = fetch bytes / T_cpu where the off-core read"
             f" counter is missing; {use}"
         )
+    if simulated_any:
+        lines.append(
+            "~ simulated, not measured: from a callgrind cache simulation of the program"
+            f" ({_geometry_text(profile)}): BW_read = LL read misses x line / T_cpu (rule C3),"
+            " StoreBnd = the share of the simulated cycles spent on LL write misses (rule C4;"
+            " see placement.pim.rules)"
+        )
     return lines
+
+
+def reason_lines(nests: Sequence[Any], results: Sequence[Any]) -> list[str]:
+    """The rule's reasons, each printed once with the nests and core counts it decided.
+
+    Decisions are grouped by their value-free ``summary``, place and labels; the values
+    of each nest are in the table and in the JSON document (``reason``)."""
+    order = {n.id: i for i, n in enumerate(nests)}
+    groups: dict[tuple[str, str], dict[str, list[int]]] = {}
+    for n in nests:
+        for r in results:
+            d = r.rule[n.id]
+            key = (d.place + _mark(d), d.summary or d.reason)
+            groups.setdefault(key, {}).setdefault(n.id, []).append(r.cores)
+    lines = [
+        "rule decisions (Eqs. 1-7), once per reason; each nest's values: the table above"
+        " and the JSON document"
+    ]
+    for (place, summary), by_nest in groups.items():
+        lines.append(f"  {place}: {summary}")
+        by_cores: dict[tuple[int, ...], list[str]] = {}
+        for nid, cores in by_nest.items():
+            by_cores.setdefault(tuple(cores), []).append(nid)
+        for cores, ids in by_cores.items():
+            count = f"{len(ids)} nest{'s' if len(ids) != 1 else ''}"
+            label = "N=" + ",".join(map(str, cores))
+            lines.append(f"      {label}: {_id_ranges(ids, order)} ({count})")
+    return lines
+
+
+def _id_ranges(ids: Sequence[str], order: Mapping[str, int]) -> str:
+    """Nest ids in program order, runs of three or more consecutive nests as 'a-b'."""
+    ranked = sorted(ids, key=lambda i: order[i])
+    parts: list[str] = []
+    run: list[str] = []
+    for nid in ranked:
+        if run and order[nid] != order[run[-1]] + 1:
+            parts.append(_run_text(run))
+            run = []
+        run.append(nid)
+    if run:
+        parts.append(_run_text(run))
+    return ", ".join(parts)
+
+
+def _run_text(run: list[str]) -> str:
+    if len(run) >= 3:
+        return f"{run[0]}-{run[-1]}"
+    return ", ".join(run)
+
+
+def _mark(x: Any) -> str:
+    """'*' for an estimated value or decision, '~' for a simulated one."""
+    if getattr(x, "estimated", False):
+        return "*"
+    return "~" if getattr(x, "simulated", False) else ""
+
+
+def _geometry_text(profile: Any) -> str:
+    sim = profile.metadata.get("simulation") if isinstance(profile.metadata, dict) else None
+    caches = sim.get("caches") if isinstance(sim, dict) else None
+    if not isinstance(caches, dict):
+        return "cache geometry not recorded"
+    try:
+        d1, ll = caches["D1"], caches["LL"]
+        text = (
+            f"D1 {_kib(d1['size'])} {d1['assoc']}-way, LL = {caches.get('ll_level', 'LL')}"
+            f" {_kib(ll['size'])} {ll['assoc']}-way, {ll['line']} B lines"
+        )
+    except (KeyError, TypeError):
+        return "cache geometry not recorded"
+    version = sim.get("valgrind_version")
+    return text + (f"; valgrind {version}" if version else "")
+
+
+def _kib(size: Any) -> str:
+    return fmt_bytes(float(size))
 
 
 def _counter_status(profile: Any) -> str:
@@ -264,9 +448,15 @@ def _counter_status(profile: Any) -> str:
     if reason is not None:
         return (
             f"unavailable: {reason}. Rule conditions C3/C4 are not evaluated; load counters"
-            " measured elsewhere with --counters FILE, or estimate C3 with --allow-estimates"
+            " measured elsewhere with --counters FILE, simulate them (profile with"
+            " --counters-source simulated), or estimate C3 with --allow-estimates"
         )
     have = len(profile.counters or {})
+    if profile.counter_source == SIMULATED:
+        return (
+            f"none; simulated instead (marked ~) for {have} nests: callgrind cache simulation"
+            f" ({_geometry_text(profile)})"
+        )
     if profile.counter_source == MEASURED:
         return f"measured on this host (Table 1 events, perf_event_open) for {have} nests"
     if profile.counter_source == FILE:

@@ -23,6 +23,41 @@ condition is then labelled "estimated". C4 has no estimate. A nest whose stage 2
 has no passing condition and at least one unevaluated one stays on the host
 (offloading needs evidence), with ``undetermined=True`` in its record.
 
+Simulated counters (:mod:`placement.profiling.simulated`, a callgrind cache
+simulation of the same program; used where the Table 1 events are absent, labelled
+``simulated`` in every record):
+
+* C3: ``BW_read = sim.offcore_read_bytes / T_cpu``, the simulated LL read misses x the
+  line size over the measured time. The simulated LL is the core's last private cache
+  (the L2 here), whose read misses are what ``OFFCORE_REQUESTS.ALL_DATA_RD`` counts.
+* C4: ``StoreBound_sim = c_store / c_backend`` with cycles estimated the way
+  KCachegrind's cycle estimate (CEst) does, one cycle per instruction plus a fixed
+  penalty per miss -- ``P_L1 = 10`` cycles for a D1 miss served by the LL and
+  ``P_LL = 100`` for an LL miss (the cachegrind manual: an L1 miss costs ~10 cycles,
+  an LL miss up to ~200)::
+
+      c_store   = P_LL * DLmw                                  (stores waiting off-core)
+      c_backend = Ir + P_L1 * (D1mr + D1mw - DLmr - DLmw) + P_LL * (DLmr + DLmw)
+
+  i.e. the share of the nest's estimated cycles spent on stores whose lines are not
+  in the core's caches (read-for-ownership from beyond the LL). Relation to the
+  paper: ``EXE_ACTIVITY.BOUND_ON_STORES`` counts cycles the store buffer is full,
+  which for a write stream means stores waiting on lines that come from outside the
+  core -- the write traffic the off-core *read* counter never sees, which is why the
+  paper has C4 at all; ``c_store`` charges exactly those misses. The paper's
+  ``c_backend`` (stall cycles + cycles with 1 or 2 ports busy + store-bound cycles)
+  becomes the whole data-side estimate: ``Ir`` plays the part of the low-port cycles
+  (CEst assumes one instruction per cycle), the miss penalties of the stalls. Stores
+  that miss D1 but hit the LL count in ``c_backend`` only: a fill of a buffer that
+  stays in the core's caches is not memory traffic PIM could take over. The
+  denominator also counts cycles the PMU would call retiring, so the simulated
+  fraction is at most the hardware ratio for the same stalls: a conservative C4.
+  Typical values: a streaming fill past the LL ~0.8-0.95, an elementwise add (two
+  read misses per write miss) ~0.3, nests that stay in cache or call libm per
+  element ~0. The simulation has no non-temporal stores (callgrind treats them as
+  ordinary write-allocate stores), so the paper's NT-store fill shows up here as LL
+  write misses.
+
 Operator level (Table 5's baseline): the same threshold rule, one decision per ONNX node.
 
 Torch-PIM compares loop-level decisions with "operator-level offloading: the same
@@ -72,10 +107,38 @@ from placement.profiling.counters import (
     BACKEND_EVENTS,
     EV_BOUND_ON_STORES,
     EV_OFFCORE_RD,
+    SIM_D1_READ_MISSES,
+    SIM_D1_WRITE_MISSES,
+    SIM_INSTRUCTIONS,
+    SIM_LL_READ_MISSES,
+    SIM_LL_WRITE_MISSES,
+    SIM_OFFCORE_READ_BYTES,
 )
 from placement.units import fmt_bandwidth, fmt_time
 
 HOST, PIM = "host", "pim"
+
+# C4 from simulated counters: cycles charged per miss (see the module docstring).
+SIM_L1_MISS_CYCLES = 10.0  # P_L1: a D1 miss served by the simulated LL
+SIM_LL_MISS_CYCLES = 100.0  # P_LL: an LL miss (off-core)
+SIM_C4_EVENTS = (
+    SIM_INSTRUCTIONS, SIM_D1_READ_MISSES, SIM_D1_WRITE_MISSES, SIM_LL_READ_MISSES,
+    SIM_LL_WRITE_MISSES,
+)  # fmt: skip
+
+
+def simulated_store_bound(events: Mapping[str, float]) -> tuple[float, float] | None:
+    """``(c_store, c_backend)`` of the simulated C4 (module docstring), None when an
+    input is missing."""
+    if any(e not in events for e in SIM_C4_EVENTS):
+        return None
+    ll_misses = events[SIM_LL_READ_MISSES] + events[SIM_LL_WRITE_MISSES]
+    l1_only = max(0.0, events[SIM_D1_READ_MISSES] + events[SIM_D1_WRITE_MISSES] - ll_misses)
+    c_store = SIM_LL_MISS_CYCLES * events[SIM_LL_WRITE_MISSES]
+    c_backend = (
+        events[SIM_INSTRUCTIONS] + SIM_L1_MISS_CYCLES * l1_only + SIM_LL_MISS_CYCLES * ll_misses
+    )
+    return c_store, c_backend
 
 
 @dataclass(frozen=True)
@@ -86,6 +149,8 @@ class Condition:
     value: float | None = None
     threshold: float | None = None
     estimated: bool = False
+    simulated: bool = False  # from simulated counters (a cache simulation), not hardware
+    summary: str = ""  # ``text`` without the nest's own values, e.g. "T_cpu < T_ctx + ..."
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,6 +160,7 @@ class Condition:
             "value": self.value,
             "threshold": self.threshold,
             "estimated": self.estimated,
+            "simulated": self.simulated,
         }
 
 
@@ -105,6 +171,8 @@ class RuleDecision:
     reason: str  # the deciding condition(s), e.g. "C1 failed: T_cpu 1.2 us < ..."
     conditions: tuple[Condition, ...] = field(default_factory=tuple)
     undetermined: bool = False  # stage 2 could not be decided from the data given
+    # The reason without this nest's values: nests decided for the same reason share it.
+    summary: str = ""
 
     @property
     def on_pim(self) -> bool:
@@ -114,13 +182,19 @@ class RuleDecision:
     def estimated(self) -> bool:
         return any(c.estimated for c in self.conditions)
 
+    @property
+    def simulated(self) -> bool:
+        return any(c.simulated for c in self.conditions)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "nest": self.nest,
             "place": self.place,
             "reason": self.reason,
+            "summary": self.summary,
             "undetermined": self.undetermined,
             "estimated": self.estimated,
+            "simulated": self.simulated,
             "conditions": [c.to_json() for c in self.conditions],
         }
 
@@ -144,12 +218,16 @@ def decide(
     stage1 = (c1, c2)
     for c in stage1:
         if c.passed is False:
-            return RuleDecision(nest.id, HOST, f"{c.name} failed: {c.text}", stage1)
+            return RuleDecision(
+                nest.id, HOST, f"{c.name} failed: {c.text}", stage1,
+                summary=f"{c.name} failed: {c.summary}",
+            )  # fmt: skip
     for c in stage1:
         if c.passed is None:
             return RuleDecision(
-                nest.id, HOST, f"{c.name} not evaluated: {c.text}; kept on host", stage1, True
-            )
+                nest.id, HOST, f"{c.name} not evaluated: {c.text}; kept on host", stage1, True,
+                summary=f"{c.name} not evaluated: {c.summary}; kept on host",
+            )  # fmt: skip
 
     # Stage 2 (Eq. 5): C3 or C4.
     assert t_cpu is not None  # C1 passed
@@ -159,12 +237,17 @@ def decide(
     passed = [c for c in (c3, c4) if c.passed]
     if passed:
         reason = "; ".join(f"{c.name} passed{_est(c)}: {c.text}" for c in passed)
-        return RuleDecision(nest.id, PIM, reason, conds)
+        summary = "; ".join(f"{c.name} passed{_est(c)}: {c.summary}" for c in passed)
+        return RuleDecision(nest.id, PIM, reason, conds, summary=summary)
     unknown = [c for c in (c3, c4) if c.passed is None]
-    parts = [f"{c.name} {'not evaluated' if c.passed is None else 'failed'}{_est(c)}: {c.text}"
-             for c in (c3, c4)]
-    reason = "; ".join(parts) + ("; kept on host" if unknown else "")
-    return RuleDecision(nest.id, HOST, reason, conds, bool(unknown))
+    tail = "; kept on host" if unknown else ""
+
+    def verdict(c: Condition) -> str:
+        return f"{c.name} {'not evaluated' if c.passed is None else 'failed'}{_est(c)}"
+
+    reason = "; ".join(f"{verdict(c)}: {c.text}" for c in (c3, c4)) + tail
+    summary = "; ".join(f"{verdict(c)}: {c.summary}" for c in (c3, c4)) + tail
+    return RuleDecision(nest.id, HOST, reason, conds, bool(unknown), summary)
 
 
 def apply_rule(
@@ -207,52 +290,74 @@ def _c1(nest: LoopNest, t_cpu: float | None, spec: PimSpec, cores: int) -> Condi
     bound = t_pim_min(nest, spec, cores)
     need = spec.t_ctx + bound
     if t_cpu is None:
-        return Condition("C1", None, "no T_cpu measured for this nest", None, need)
+        text = "no T_cpu measured for this nest"
+        return Condition("C1", None, text, None, need, summary=text)
     _check_time(t_cpu, nest.id)
     ok = t_cpu >= need  # Eq. 3
     op = ">=" if ok else "<"
     text = f"T_cpu {fmt_time(t_cpu)} {op} T_ctx + T_pim_min {fmt_time(need)}"
-    return Condition("C1", ok, text, t_cpu, need)
+    summary = f"T_cpu {op} T_ctx + T_pim_min"
+    return Condition("C1", ok, text, t_cpu, need, summary=summary)
 
 
 def _c2(nest: LoopNest, cores: int) -> Condition:
     ok = nest.n_iter >= cores  # Eq. 4
     op = ">=" if ok else "<"
-    return Condition("C2", ok, f"N_iter {nest.n_iter} {op} N_core {cores}", nest.n_iter, cores)
+    return Condition(
+        "C2", ok, f"N_iter {nest.n_iter} {op} N_core {cores}", nest.n_iter, cores,
+        summary=f"N_iter {op} N_core",
+    )  # fmt: skip
 
 
 def _c3(
     nest: LoopNest, t_cpu: float, events: dict[str, float], spec: PimSpec, allow_estimates: bool
 ) -> Condition:
     theta = spec.theta
+    simulated = False
     if EV_OFFCORE_RD in events:
         bw = events[EV_OFFCORE_RD] * spec.cache_line / t_cpu  # Eq. 6
         estimated = False
+    elif SIM_OFFCORE_READ_BYTES in events:
+        bw = events[SIM_OFFCORE_READ_BYTES] / t_cpu  # simulated n_rd * L (module docstring)
+        estimated, simulated = False, True
     elif allow_estimates:
         bw = nest.fetch_bytes / t_cpu  # documented estimate, never silent
         estimated = True
     else:
-        return Condition("C3", None, f"counter {EV_OFFCORE_RD} missing", None, theta)
+        text = f"counter {EV_OFFCORE_RD} missing"
+        return Condition("C3", None, text, None, theta, summary=text)
     ok = bw > theta
     op = ">" if ok else "<="
     what = "fetch_bytes / T_cpu" if estimated else "BW_read"
     text = f"{what} {fmt_bandwidth(bw)} {op} theta {fmt_bandwidth(theta)}"
-    return Condition("C3", ok, text, bw, theta, estimated)
+    summary = f"{what} {op} theta {fmt_bandwidth(theta)}"
+    return Condition("C3", ok, text, bw, theta, estimated, simulated, summary)
 
 
 def _c4(events: dict[str, float], spec: PimSpec) -> Condition:
+    sigma = spec.sigma
     needed = (EV_BOUND_ON_STORES, *BACKEND_EVENTS)
     missing = [e for e in needed if e not in events]
-    if missing:
-        return Condition("C4", None, f"counter {', '.join(missing)} missing", None, spec.sigma)
-    c_store = events[EV_BOUND_ON_STORES]
-    c_backend = sum(events[e] for e in BACKEND_EVENTS) + c_store  # the paper's c_backend
+    simulated = False
+    if not missing:
+        c_store = events[EV_BOUND_ON_STORES]
+        c_backend = sum(events[e] for e in BACKEND_EVENTS) + c_store  # the paper's c_backend
+    else:
+        cycles = simulated_store_bound(events)
+        if cycles is None:
+            text = f"counter {', '.join(missing)} missing"
+            return Condition("C4", None, text, None, sigma, summary=text)
+        (c_store, c_backend), simulated = cycles, True
     if c_backend <= 0:
-        return Condition("C4", False, "no backend-bound cycles (StoreBound 0)", 0.0, spec.sigma)
+        text = "no backend-bound cycles (StoreBound 0)"
+        return Condition("C4", False, text, 0.0, sigma, False, simulated, text)
     frac = c_store / c_backend  # Eq. 7
-    ok = frac > spec.sigma
+    ok = frac > sigma
     op = ">" if ok else "<="
-    return Condition("C4", ok, f"StoreBound {frac:.3g} {op} sigma {spec.sigma:g}", frac, spec.sigma)
+    text = f"StoreBound {frac:.3g} {op} sigma {sigma:g}"
+    return Condition(
+        "C4", ok, text, frac, sigma, False, simulated, f"StoreBound {op} sigma {sigma:g}"
+    )
 
 
 # --- helpers --------------------------------------------------------------------------
@@ -278,7 +383,9 @@ def _check_time(t: float, nest_id: str) -> None:
 
 
 def _est(c: Condition) -> str:
-    return " (estimated)" if c.estimated else ""
+    if c.estimated:
+        return " (estimated)"
+    return " (simulated)" if c.simulated else ""
 
 
 # --------------------------------------------------------------------------- operator level
@@ -389,8 +496,9 @@ def apply_operator_rule(
         where = f"operator {region.node or region.nest_ids[0]} ({len(region.nest_ids)} nests)"
         for nid in region.nest_ids:
             by_nest[nid] = RuleDecision(
-                nid, d.place, f"{where}: {d.reason}", d.conditions, d.undetermined
-            )
+                nid, d.place, f"{where}: {d.reason}", d.conditions, d.undetermined,
+                f"operator level: {d.summary}",
+            )  # fmt: skip
     return {n.id: by_nest[n.id] for n in nests}
 
 

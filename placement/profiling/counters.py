@@ -36,6 +36,16 @@ Counter files (``--counters FILE``), keyed by nest id:
   ``{"counters": {...}}``.
 
 Nests absent from the file get no counters (the rule then reports C3/C4 "not evaluated").
+
+Simulated counters (``SIMULATED_EVENTS``, prefix ``sim.``) stand in for the Table 1 events
+where no PMU exists: :mod:`placement.profiling.simulated` derives them from a callgrind
+cache simulation of the same program. They are not hardware events and are always
+labelled ``simulated``; how the rule uses them is in :mod:`placement.pim.rules`.
+
+Counter sources (:func:`select_source`): ``perf`` (this module, Ice Lake PMUs),
+``simulated`` (needs valgrind and gcc), ``none``, or ``auto``: perf where the PMU can
+count Table 1, else the simulation where valgrind and gcc are installed, else none,
+with the reasons.
 """
 
 from __future__ import annotations
@@ -47,8 +57,10 @@ import math
 import os
 import platform
 import re
+import shutil
 import statistics
 import struct
+import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +80,27 @@ EV_1_PORTS_UTIL = "exe_activity.1_ports_util"
 EV_2_PORTS_UTIL = "exe_activity.2_ports_util"
 BACKEND_EVENTS = (EV_STALLS_TOTAL, EV_1_PORTS_UTIL, EV_2_PORTS_UTIL)
 TABLE1_EVENTS = (EV_OFFCORE_RD, EV_BOUND_ON_STORES, *BACKEND_EVENTS)
+
+# Simulated events (placement.profiling.simulated): callgrind's counts per nest, and the
+# off-core bytes they imply (LL misses x the simulated LL's line size).
+SIM_INSTRUCTIONS = "sim.instructions"  # Ir
+SIM_DATA_READS = "sim.data_reads"  # Dr
+SIM_DATA_WRITES = "sim.data_writes"  # Dw
+SIM_D1_READ_MISSES = "sim.l1d_read_misses"  # D1mr
+SIM_D1_WRITE_MISSES = "sim.l1d_write_misses"  # D1mw
+SIM_LL_READ_MISSES = "sim.ll_read_misses"  # DLmr: the stand-in for n_rd
+SIM_LL_WRITE_MISSES = "sim.ll_write_misses"  # DLmw: stores that miss the core's caches
+SIM_OFFCORE_READ_BYTES = "sim.offcore_read_bytes"  # DLmr x line: C3's n_rd * L
+SIM_OFFCORE_WRITE_BYTES = "sim.offcore_write_bytes"  # DLmw x line (read-for-ownership)
+SIMULATED_EVENTS = (
+    SIM_INSTRUCTIONS, SIM_DATA_READS, SIM_DATA_WRITES, SIM_D1_READ_MISSES,
+    SIM_D1_WRITE_MISSES, SIM_LL_READ_MISSES, SIM_LL_WRITE_MISSES, SIM_OFFCORE_READ_BYTES,
+    SIM_OFFCORE_WRITE_BYTES,
+)  # fmt: skip
+
+# Counter sources (see the module docstring).
+AUTO, PERF, SIMULATED, NONE = "auto", "perf", "simulated", "none"
+COUNTER_SOURCES = (AUTO, PERF, SIMULATED, NONE)
 
 PERF_TYPE_HARDWARE = 0
 PERF_TYPE_SOFTWARE = 1
@@ -303,6 +336,104 @@ def table1_events() -> tuple[PerfEvent, ...]:
     with PerfGroup(ICELAKE_TABLE1) as group:
         group.read()
     return ICELAKE_TABLE1
+
+
+# --------------------------------------------------------------------------- cache simulator
+
+
+def check_simulator() -> dict[str, str]:
+    """Versions of valgrind and gcc for the simulated counters; :class:`CountersUnavailable`
+    naming the package to install when either (or callgrind's header) is missing."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise CountersUnavailable(
+            "the cache simulator valgrind is not installed (install the package `valgrind`,"
+            " e.g. apt-get install valgrind)"
+        )
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        raise CountersUnavailable(
+            "the C compiler gcc, needed to build the cache simulation's driver, is not"
+            " installed (install the package `gcc`, e.g. apt-get install gcc)"
+        )
+    if not _compiles_with_callgrind_header(gcc):
+        raise CountersUnavailable(
+            "gcc cannot find valgrind/callgrind.h (install the package `valgrind`; where"
+            " headers are packaged separately, `valgrind-devel`)"
+        )
+    return {
+        "valgrind": _tool_version([valgrind, "--version"]).removeprefix("valgrind-"),
+        "gcc": _tool_version([gcc, "-dumpfullversion"]),
+    }
+
+
+def _tool_version(command: list[str]) -> str:
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    lines = (out.stdout or out.stderr).strip().splitlines()
+    return lines[0].strip() if lines else "unknown"
+
+
+def _compiles_with_callgrind_header(gcc: str) -> bool:
+    try:
+        out = subprocess.run(
+            [gcc, "-E", "-x", "c", "-", "-o", os.devnull],
+            input="#include <valgrind/callgrind.h>\n", capture_output=True, text=True,
+            timeout=60, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0
+
+
+# --------------------------------------------------------------------------- source selection
+
+
+@dataclass(frozen=True)
+class SourceChoice:
+    """Which counter source a profile uses: ``source`` is PERF, SIMULATED or None (no
+    counters, ``reason`` says why); ``events`` the perf group, ``tools`` the simulator's
+    versions; ``skipped`` why the sources tried before this one were passed over."""
+
+    source: str | None
+    reason: str | None = None
+    events: tuple[PerfEvent, ...] = ()
+    tools: Mapping[str, str] | None = None
+    skipped: tuple[str, ...] = ()
+
+
+def select_source(requested: str | bool = AUTO) -> SourceChoice:
+    """The counter source for ``requested`` (one of :data:`COUNTER_SOURCES`; ``True`` and
+    ``False`` mean auto and none). ``auto`` never fails: it falls back to none with the
+    reasons. An explicit ``perf`` or ``simulated`` that cannot be had raises
+    :class:`CountersUnavailable`."""
+    if requested is True:
+        requested = AUTO
+    elif requested is False:
+        requested = NONE
+    if requested not in COUNTER_SOURCES:
+        raise PlacementError(
+            f"unknown counter source {requested!r}; known: {', '.join(COUNTER_SOURCES)}"
+        )
+    if requested == NONE:
+        return SourceChoice(None, "not requested")
+    if requested == PERF:
+        return SourceChoice(PERF, events=table1_events())
+    if requested == SIMULATED:
+        return SourceChoice(SIMULATED, tools=check_simulator())
+    try:
+        return SourceChoice(PERF, events=table1_events())
+    except CountersUnavailable as exc:
+        perf_reason = exc.reason
+    try:
+        return SourceChoice(SIMULATED, tools=check_simulator(), skipped=(perf_reason,))
+    except CountersUnavailable as exc:
+        return SourceChoice(
+            None, f"{perf_reason}; no simulated counters either: {exc.reason}",
+            skipped=(perf_reason, exc.reason),
+        )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- per-nest counting

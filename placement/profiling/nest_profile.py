@@ -18,10 +18,41 @@ File format (JSON object, written with indentation)::
       "nests": [<LoopNest JSON>, ...],   # program order
       "t_cpu": {"n000": 1.2e-05, ...},
       "counters": {"n000": {"offcore_requests.all_data_rd": 123, ...}, ...} | null,
-      "counter_source": "measured" | "file" | "unavailable: <reason>",
+      "counter_source": "measured" | "file" | "simulated" | "unavailable: <reason>",
+      "host_times": "ort" | "compiled" | "jit",   # where t_cpu comes from (below)
+      "cache": "warm" | "cold",                   # cache state of the measurement
+      "ort_cpu_only": 1.2e-03 | null,             # ONNX Runtime's CPU-only time, seconds
       "metadata": {"torch_mlir_version": ..., "runs": ..., "date": ..., "machine": ...,
-                   "marker_pair_ns": ..., ...}
+                   "marker_pair_ns": ..., ..., "simulation": {...},
+                   "host_times_detail": {...}, "onnxruntime": {...}}
     }
+
+Host-time sources (``host_times``, one of :data:`HOST_TIME_SOURCES`):
+
+``jit``
+    the MLIR JIT of the loops exactly as lowered (no host optimization): the original
+    method, kept to compare with the paper's; 30-500x slower than ONNX Runtime.
+``compiled``
+    the MLIR JIT of the program optimized for the host
+    (:mod:`placement.profiling.mlir.optimize`).
+``ort``
+    per ONNX operator, ONNX Runtime's time (1 thread, the CIM path's profiler) split over
+    the operator's nests in proportion to their compiled times; nests with no ONNX
+    operator keep their compiled time (:func:`placement.pim.pipeline.apportion_ort`).
+
+``ort_cpu_only`` is ONNX Runtime's CPU-only time for the same model (the sum of its
+per-operator times), measured when profiling so that every result can state its
+baseline next to what a user runs today; ``null`` for ``.mlir`` input (nothing for ONNX
+Runtime to run). Files written before these three keys existed load as ``jit``,
+``warm`` and ``null``: that is what they held.
+
+``counters`` hold the five Table 1 events per nest (``measured``: perf events on this
+host; ``file``: loaded with ``--counters``), or, with ``counter_source`` ``simulated``,
+the :data:`~placement.profiling.counters.SIMULATED_EVENTS` of a callgrind cache
+simulation (:mod:`placement.profiling.simulated`). A simulated profile's
+``metadata["simulation"]`` records how: the cache geometry (I1, D1, LL with its level
+and where it came from), the valgrind and gcc versions, the warm-up runs, the target
+features, the invocations per nest and the simulation's wall time.
 """
 
 from __future__ import annotations
@@ -41,11 +72,21 @@ from placement.io import (
     write_json_atomic,
 )
 from placement.nests import LoopNest
-from placement.profiling.counters import TABLE1_EVENTS, event_key
+from placement.profiling.counters import SIMULATED_EVENTS, TABLE1_EVENTS, event_key
 
 FORMAT_NAME = "placement-nest-profile"
 FORMAT_VERSION = 1
-MEASURED, FILE, UNAVAILABLE = "measured", "file", "unavailable"
+MEASURED, FILE, SIMULATED, UNAVAILABLE = "measured", "file", "simulated", "unavailable"
+HOST_TIME_SOURCES = ("ort", "compiled", "jit")
+CACHE_STATES = ("warm", "cold")
+#: What a profile without the ``host_times`` key holds (written before the key existed).
+LEGACY_HOST_TIMES = "jit"
+HOST_TIME_DESCRIPTIONS = {
+    "ort": "ONNX Runtime per-operator times (1 thread) split over each operator's nests by"
+    " their compiled-JIT shares",
+    "compiled": "MLIR JIT of the host-optimized loop nests",
+    "jit": "MLIR JIT of the loop nests as lowered, unoptimized (the paper's method)",
+}
 HOST_FORMAT_NAME = "placement-host-profile"  # the CIM format, named when given by mistake
 
 
@@ -56,13 +97,20 @@ class NestProfile:
     nests: list[LoopNest]
     t_cpu: dict[str, float]
     counters: dict[str, dict[str, float]] | None
-    counter_source: str  # "measured" | "file" | "unavailable: <reason>"
+    counter_source: str  # "measured" | "file" | "simulated" | "unavailable: <reason>"
     model_sha256: str
     model_path: str
     source_kind: str  # "onnx" | "mlir"
     metadata: dict[str, Any]
     # Where the profile was loaded from (not stored in the file): lets messages name it.
     source: str | None = field(default=None, compare=False, repr=False)
+    host_times: str = LEGACY_HOST_TIMES  # "ort" | "compiled" | "jit" (module docstring)
+    cache: str = "warm"  # "warm" | "cold"
+    ort_cpu_only: float | None = None  # ONNX Runtime's CPU-only seconds for the model
+
+    @property
+    def host_times_description(self) -> str:
+        return HOST_TIME_DESCRIPTIONS.get(self.host_times, self.host_times)
 
     @property
     def nest_ids(self) -> list[str]:
@@ -74,6 +122,11 @@ class NestProfile:
         if self.counter_source.startswith(prefix):
             return self.counter_source[len(prefix) :]
         return None
+
+    @property
+    def simulated(self) -> bool:
+        """The counters come from a cache simulation, not from hardware events."""
+        return self.counter_source == SIMULATED
 
     @property
     def cpu_only(self) -> float:
@@ -90,6 +143,9 @@ class NestProfile:
             "t_cpu": self.t_cpu,
             "counters": self.counters,
             "counter_source": self.counter_source,
+            "host_times": self.host_times,
+            "cache": self.cache,
+            "ort_cpu_only": self.ort_cpu_only,
             "metadata": self.metadata,
         }
 
@@ -143,16 +199,29 @@ class NestProfile:
                 raise bad(f"'t_cpu' of nest {nid!r} must be a non-negative number of seconds")
         source = data["counter_source"]
         if not isinstance(source, str) or not (
-            source in (MEASURED, FILE) or source.startswith(f"{UNAVAILABLE}: ")
+            source in (MEASURED, FILE, SIMULATED) or source.startswith(f"{UNAVAILABLE}: ")
         ):
-            raise bad("'counter_source' must be 'measured', 'file' or 'unavailable: <reason>'")
+            raise bad(
+                "'counter_source' must be 'measured', 'file', 'simulated' or"
+                " 'unavailable: <reason>'"
+            )
         counters = data["counters"]
         if counters is not None:
-            counters = _check_counters(counters, set(ids), bad)
+            events = SIMULATED_EVENTS if source == SIMULATED else TABLE1_EVENTS
+            counters = _check_counters(counters, set(ids), bad, events)
         if (counters is None) != source.startswith(UNAVAILABLE):
             raise bad("'counters' must be null exactly when 'counter_source' is 'unavailable'")
         if not isinstance(data["metadata"], dict):
             raise bad("'metadata' must be an object")
+        host_times = data.get("host_times", LEGACY_HOST_TIMES)
+        if host_times not in HOST_TIME_SOURCES:
+            raise bad(f"'host_times' must be one of {', '.join(HOST_TIME_SOURCES)}")
+        cache = data.get("cache", "warm")
+        if cache not in CACHE_STATES:
+            raise bad("'cache' must be 'warm' or 'cold'")
+        ort_cpu_only = data.get("ort_cpu_only")
+        if ort_cpu_only is not None and not is_nonnegative_number(ort_cpu_only):
+            raise bad("'ort_cpu_only' must be a non-negative number of seconds or null")
         return cls(
             nests=nests,
             t_cpu={k: float(t_cpu[k]) for k in ids},
@@ -163,6 +232,9 @@ class NestProfile:
             source_kind=data["source_kind"],
             metadata=data["metadata"],
             source=str(path),
+            host_times=host_times,
+            cache=cache,
+            ort_cpu_only=None if ort_cpu_only is None else float(ort_cpu_only),
         )
 
     def check_matches(self, sha256: str, path_for_message: str) -> None:
@@ -174,7 +246,9 @@ class NestProfile:
         )  # fmt: skip
 
 
-def _check_counters(counters: Any, ids: set[str], bad: Any) -> dict[str, dict[str, float]]:
+def _check_counters(
+    counters: Any, ids: set[str], bad: Any, names: tuple[str, ...] = TABLE1_EVENTS
+) -> dict[str, dict[str, float]]:
     if not isinstance(counters, dict):
         raise bad("'counters' must be an object of nest id -> {event: count} or null")
     out: dict[str, dict[str, float]] = {}
@@ -184,11 +258,11 @@ def _check_counters(counters: Any, ids: set[str], bad: Any) -> dict[str, dict[st
         if not isinstance(events, dict):
             raise bad(f"counters of nest {nid!r} must be an object of event -> count")
         row = {event_key(k): v for k, v in events.items()}
-        missing = [e for e in TABLE1_EVENTS if e not in row]
+        missing = [e for e in names if e not in row]
         if missing:
             raise bad(f"counters of nest {nid!r} miss event(s) {', '.join(missing)}")
-        for e in TABLE1_EVENTS:
+        for e in names:
             if not is_nonnegative_number(row[e]):  # same test: finite, >= 0
                 raise bad(f"counter {e} of nest {nid!r} must be a count >= 0")
-        out[nid] = {e: float(row[e]) for e in TABLE1_EVENTS}
+        out[nid] = {e: float(row[e]) for e in names}
     return out

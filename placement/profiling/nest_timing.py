@@ -1,16 +1,30 @@
 """Per-nest host times of a lowered program, measured in the MLIR JIT (Torch-PIM, Section 4.3).
 
-Every outermost ``scf.parallel`` of :class:`~placement.profiling.mlir.lower.LoweredProgram`
-is wrapped in ``placement_nest_enter(i)`` / ``placement_nest_exit(i)`` calls, the module
-is lowered to LLVM (pipeline 4 of shared/notes/mlir-lowering.md) and JIT-compiled with
-``ExecutionEngine(opt_level=2)``. The markers resolve to ctypes callbacks that read
-``time.perf_counter_ns``; a nest inside enclosing loops accumulates over its invocations.
-Nests run single-threaded (scf.parallel becomes a sequential loop).
+Each nest of :class:`~placement.profiling.mlir.lower.LoweredProgram` is wrapped in
+``placement_nest_enter(i)`` / ``placement_nest_exit(i)`` calls -- around its outermost
+``scf.parallel`` for the unoptimized program, around the outermost loop of any kind
+carrying its linalg tag for a program optimized by
+:func:`~placement.profiling.mlir.optimize.optimize_program` (``program.markers_at``) --
+the module is lowered to LLVM (pipeline 4 of shared/notes/mlir-lowering.md) and
+JIT-compiled with ``ExecutionEngine(opt_level=2)``. A nest inside enclosing loops
+accumulates over its invocations. Nests run single-threaded (scf.parallel becomes a
+sequential loop).
+
+Markers (``markers=``): ``"c"`` resolves them to C functions of a small shared library
+built once with the system compiler (:mod:`placement.profiling.nest_markers`, ~50 ns per
+enter/exit pair); ``"python"`` to ctypes callbacks reading ``time.perf_counter_ns``
+(~0.6 µs per pair, the original method); ``"auto"`` (default) takes C and falls back to
+Python when no compiler is available, with the reason in ``metadata["warnings"]``.
 
 Marker overhead: a calibration function in the same module calls enter/exit back to back;
 the part of a pair that falls between the two clock reads (``marker_in_nest_ns``) is
 subtracted from every nest invocation, the full cost of a pair is reported as
 ``marker_pair_ns``. Both are in ``metadata``.
+
+Cache state (``cache=``): ``"warm"`` runs back to back; ``"cold"`` flushes the last-level
+cache before every run (:mod:`placement.profiling.cache_flush`), so each run starts with
+the model's weights and inputs out of cache (nests later in a run still find what earlier
+nests of the same run left).
 
 Inputs are deterministic random arrays with the same rule as the ONNX Runtime profiler
 (floats standard normal, wide integers 0/1, 8-bit integers full range); weights passed as
@@ -19,8 +33,10 @@ arguments get their ONNX values, so outputs can be compared with ONNX Runtime.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +46,9 @@ from typing import Any
 import numpy as np
 
 from placement.errors import PlacementError
+from placement.profiling.cache_flush import cache_metadata, make_flusher
 from placement.profiling.mlir.lower import LoweredProgram, insert_nest_markers, new_context
+from placement.profiling.nest_markers import MAX_NESTS, MarkersUnavailable, load_c_markers
 
 TO_LLVM = (
     "builtin.module(buffer-deallocation-pipeline, convert-bufferization-to-memref,"
@@ -40,12 +58,19 @@ TO_LLVM = (
     " func.func(convert-arith-to-llvm), convert-index-to-llvm, convert-func-to-llvm,"
     " convert-cf-to-llvm, reconcile-unrealized-casts)"
 )
+# For programs optimized with the "aligned-alloc" step (placement.profiling.mlir.optimize).
+TO_LLVM_ALIGNED = TO_LLVM.replace(
+    "finalize-memref-to-llvm", "finalize-memref-to-llvm{use-aligned-alloc=1}"
+)
 ENTER = "placement_nest_enter"
 EXIT = "placement_nest_exit"
 CALIBRATE = "placement_calibrate"
 CALIBRATION_PAIRS = 2000
+MARKER_KINDS = ("auto", "c", "python")
+OPT_LEVEL = 2
 
 _MARKER = ctypes.CFUNCTYPE(None, ctypes.c_int64)
+_C_MARKERS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -65,15 +90,47 @@ def time_nests(
     seed: int = 0,
     check_against_onnx: Path | None = None,
     progress: Callable[[int, int], None] | None = None,
+    markers: str = "auto",
+    cache: str = "warm",
+    compiler: str | None = None,
 ) -> NestTiming:
-    """Measure each nest's host time: median over ``runs`` after ``warmup`` runs."""
+    """Measure each nest's host time: median over ``runs`` after ``warmup`` runs.
+
+    ``markers``: "auto" | "c" | "python" (module docstring); ``compiler`` names the C
+    compiler for the C markers (default ``$PLACEMENT_MARKER_CC`` or gcc); ``cache``:
+    "warm" | "cold".
+    """
     if runs < 1 or warmup < 0:
         raise PlacementError(f"runs must be >= 1 and warmup >= 0 (got {runs}, {warmup})")
+    if markers not in MARKER_KINDS:
+        raise PlacementError(f"markers must be one of {', '.join(MARKER_KINDS)}, got {markers!r}")
+    flusher = make_flusher(cache)
+    count = len(program.nests)
+    warnings: list[str] = []
+    state = _marker_state(count, markers, compiler, warnings)
+    # The C markers count into one library's global arrays: one timing at a time per
+    # process (threads of a sweep worker would otherwise add into each other's slots).
+    with _C_MARKERS_LOCK if state.kind == "c" else contextlib.nullcontext():
+        return _time_nests(program, state, runs, warmup, seed, check_against_onnx, progress,
+                           flusher, warnings)  # fmt: skip
+
+
+def _time_nests(
+    program: LoweredProgram,
+    state: _MarkerState,
+    runs: int,
+    warmup: int,
+    seed: int,
+    check_against_onnx: Path | None,
+    progress: Callable[[int, int], None] | None,
+    flusher: Any,
+    warnings: list[str],
+) -> NestTiming:
     from torch_mlir.runtime.np_to_memref import get_ranked_memref_descriptor
 
     start = time.perf_counter()
     count = len(program.nests)
-    engine, callbacks, state = _compile(program, count)
+    engine, callbacks = jit_with_markers(program, state.enter, state.exit, calibration=True)
     compiled = time.perf_counter()
 
     arrays = program_arguments(program, seed)
@@ -85,7 +142,7 @@ def time_nests(
     no_args = (ctypes.c_void_p * 1)()
 
     # Calibrate: the in-nest share and the full cost of one enter/exit pair.
-    acc, calls = state["acc"], state["calls"]
+    acc, calls = state.acc, state.calls
     pair_walls, in_nest = [], []
     for _ in range(5):
         acc[count] = 0
@@ -100,9 +157,9 @@ def time_nests(
     totals: list[float] = []
     invocations: list[int] = [0] * count
     for i in range(warmup + runs):
-        for k in range(count + 1):
-            acc[k] = 0
-            calls[k] = 0
+        state.zero(count + 1)
+        if flusher is not None:
+            flusher.flush()
         t0 = time.perf_counter_ns()
         entry(packed)
         wall = time.perf_counter_ns() - t0
@@ -121,7 +178,10 @@ def time_nests(
     total = statistics.median(totals)
     metadata: dict[str, Any] = {
         "method": "mlir-jit-markers/1",
-        "opt_level": 2,
+        "markers": state.kind,
+        "markers_at": program.markers_at,
+        "compiled": "host_optimization" in program.metadata,
+        "opt_level": OPT_LEVEL,
         "runs": runs,
         "warmup": warmup,
         "seed": seed,
@@ -131,7 +191,11 @@ def time_nests(
         "invocations_per_run": {n.id: invocations[k] for k, n in enumerate(program.nests)},
         "unattributed_seconds": max(0.0, total - sum(t_cpu.values())),
         "source": str(program.source),
+        **cache_metadata(flusher),
+        "warnings": warnings,
     }
+    if state.library is not None:
+        metadata["marker_library"] = str(state.library)
     timing = NestTiming(t_cpu=t_cpu, total_seconds=total, runs=runs, metadata=metadata)
     if check_against_onnx is not None:
         timing.max_abs_error = _check_outputs(program, arrays, Path(check_against_onnx))
@@ -144,16 +208,19 @@ def time_nests(
 
 def jit_with_markers(
     program: LoweredProgram,
-    enter: Callable[[int], None],
-    exit_: Callable[[int], None],
+    enter: Any,
+    exit_: Any,
     *,
     calibration: bool = False,
 ) -> tuple[Any, Any]:
     """JIT ``program`` with ``enter(k)``/``exit_(k)`` called around nest ``k``.
 
-    Returns the engine and the ctypes callbacks, which the caller must keep
-    alive while the JIT code runs. With ``calibration`` the module also gets
+    ``enter``/``exit_`` are Python callables (wrapped in ctypes callbacks here) or ctypes
+    function pointers to C functions (``CFUNCTYPE(None, c_int64)`` instances, used as
+    they are). Returns the engine and the callbacks, which the caller must keep alive
+    while the JIT code runs. With ``calibration`` the module also gets
     ``placement_calibrate()`` (marker pairs with no work, as nest ``len(nests)``).
+    Markers go where ``program.markers_at`` says (see the module docstring).
     """
     from torch_mlir import ir
     from torch_mlir.execution_engine import ExecutionEngine
@@ -163,7 +230,8 @@ def jit_with_markers(
     ctx = new_context()
     with ctx:
         module = ir.Module.parse(program.module_text)
-        marked = insert_nest_markers(module, program.func_name, ENTER, EXIT)
+        tags = program.nest_tags if program.markers_at == "tagged-loop" else None
+        marked = insert_nest_markers(module, program.func_name, ENTER, EXIT, tags=tags)
         if marked != count:
             raise PlacementError(
                 f"internal error: {marked} nests marked, the program lists {count}"
@@ -177,19 +245,56 @@ def jit_with_markers(
         if calibration:
             _add_calibration(module, count)
         try:
-            PassManager.parse(TO_LLVM).run(module.operation)
+            PassManager.parse(llvm_pipeline(program)).run(module.operation)
         except Exception as exc:
             raise PlacementError(
                 f"{program.source}: lowering to LLVM failed ({_line(exc)})"
             ) from None
-        engine = ExecutionEngine(module, opt_level=2)
-    callbacks = (_MARKER(enter), _MARKER(exit_))
+        engine = ExecutionEngine(module, opt_level=OPT_LEVEL)
+    callbacks = tuple(f if isinstance(f, _MARKER) else _MARKER(f) for f in (enter, exit_))
     engine.register_runtime(ENTER, callbacks[0])
     engine.register_runtime(EXIT, callbacks[1])
     return engine, callbacks
 
 
-def _compile(program: LoweredProgram, count: int) -> tuple[Any, Any, Any]:
+def llvm_pipeline(program: LoweredProgram) -> str:
+    """The pass pipeline to LLVM for ``program``: :data:`TO_LLVM`, with aligned_alloc
+    for programs optimized with the ``aligned-alloc`` step."""
+    steps = (program.metadata.get("host_optimization") or {}).get("steps") or ()
+    return TO_LLVM_ALIGNED if "aligned-alloc" in steps else TO_LLVM
+
+
+@dataclass
+class _MarkerState:
+    kind: str  # "c" | "python"
+    enter: Any
+    exit: Any
+    acc: Any  # indexable: nanoseconds per nest slot
+    calls: Any
+    zero: Callable[[int], None]
+    library: Any = None  # path of the C library
+
+
+def _marker_state(count: int, kind: str, compiler: str | None, warnings: list[str]) -> _MarkerState:
+    if kind in ("auto", "c"):
+        if count + 1 > MAX_NESTS + 1:
+            reason = f"{count} nests exceed the C markers' {MAX_NESTS} slots"
+            if kind == "c":
+                raise PlacementError(reason)
+            warnings.append(f"{reason}; timing with Python callback markers")
+        else:
+            try:
+                lib = load_c_markers(compiler)
+            except MarkersUnavailable as exc:
+                if kind == "c":
+                    raise PlacementError(f"C nest markers unavailable: {exc.reason}") from None
+                warnings.append(
+                    f"C nest markers unavailable: {exc.reason}; timing with Python callback"
+                    " markers instead (~0.6 us per nest invocation, partly subtracted)"
+                )
+            else:
+                return _MarkerState("c", lib.enter, lib.exit, lib.acc, lib.calls, lib.zero,
+                                    library=lib.path)  # fmt: skip
     # Plain Python lists: the callbacks are the hot path (~0.4 us per pair).
     acc = [0] * (count + 1)
     calls = [0] * (count + 1)
@@ -203,8 +308,12 @@ def _compile(program: LoweredProgram, count: int) -> tuple[Any, Any, Any]:
         acc[k] += clock() - starts[k]
         calls[k] += 1
 
-    engine, callbacks = jit_with_markers(program, enter, exit_, calibration=True)
-    return engine, callbacks, {"acc": acc, "calls": calls}
+    def zero(n: int) -> None:
+        for k in range(n):
+            acc[k] = 0
+            calls[k] = 0
+
+    return _MarkerState("python", enter, exit_, acc, calls, zero)
 
 
 def _add_calibration(module: Any, count: int) -> None:

@@ -132,8 +132,10 @@ def test_best_start_keeps_the_fastest_fitting_candidate():
 
 
 def check_never_worse(inst: CimInstance, warm_start: bool, time_limit: float) -> None:
+    # one model (not the decomposition that method="auto" picks on YOLO): the faithful
+    # formulation itself is what must never end worse than its starts
     placed = solve(inst, formulation="faithful", solver="highs", time_limit=time_limit,
-                   threads=1, warm_start=warm_start)  # fmt: skip
+                   threads=1, warm_start=warm_start, method="monolithic")  # fmt: skip
     res = placed.result
     assert placed.schedule is not None and placed.verification.ok
     assert placed.schedule.makespan <= inst.cpu_only_latency * (1 + 1e-12)

@@ -146,6 +146,12 @@ CASES: tuple[Case, ...] = (
             " --solver highs --json out.json"
         ),
     ),
+    # Host latencies from the analytical host model: no profile, every number an estimate.
+    Case(
+        "cim-solve-model",
+        _args(f"solve {CIM_MODEL} --hardware arm-a72-model --crossbars 50 --t-mvm-ns 100"
+              " --details --json out.json"),
+    ),
     Case(
         "pim-solve",
         _args(

@@ -56,7 +56,7 @@ def tag_linalg_ops(func_op: Any) -> list[str]:
     survives on the scf.parallel (discardable attributes would not). Returns the op names.
     """
     names: list[str] = []
-    for op in _walk(func_op):
+    for op in walk_operations(func_op):
         if op.name.startswith("linalg.") and op.name not in ("linalg.yield", "linalg.index"):
             with op.context:
                 metadata = ir.StringAttr.get(f"{_TAG}:{len(names)}")
@@ -65,14 +65,14 @@ def tag_linalg_ops(func_op: Any) -> list[str]:
     return names
 
 
-def _walk(op: Any) -> Iterator[Any]:
+def walk_operations(op: Any) -> Iterator[Any]:
     """Pre-order walk of the operations nested in ``op`` (not ``op`` itself)."""
     for region in op.regions:
         for block in region.blocks:
             for child in block.operations:
                 child = child.operation
                 yield child
-                yield from _walk(child)
+                yield from walk_operations(child)
 
 
 def outermost_parallels(func_op: Any) -> Iterator[tuple[Any, int | None]]:
@@ -98,6 +98,39 @@ def outermost_parallels(func_op: Any) -> Iterator[tuple[Any, int | None]]:
                         yield from visit(child, trips)
 
     yield from visit(func_op, 1)
+
+
+#: Loop operations a nest's outermost loop can be after optimization (optimize.py).
+LOOP_OPS = frozenset({"scf.parallel", "scf.for", "scf.forall", "affine.for", "affine.parallel"})
+
+
+def loc_tag(loc: Any) -> int | None:
+    """The linalg tag index (:func:`tag_linalg_ops`) a location carries, or None."""
+    return _loc_info(loc)[0]
+
+
+def outermost_loops_by_tag(func_op: Any) -> dict[int, list[Any]]:
+    """Per linalg tag, the outermost loops (of any kind, :data:`LOOP_OPS`) carrying it.
+
+    A loop carrying a tag is not searched further (its inner loops come from the same
+    linalg op); untagged ops (e.g. a user's enclosing loop) are searched through.
+    """
+    found: dict[int, list[Any]] = {}
+
+    def visit(op: Any) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    child = child.operation
+                    if child.name in LOOP_OPS:
+                        tag = loc_tag(child.location)
+                        if tag is not None:
+                            found.setdefault(tag, []).append(child)
+                            continue
+                    visit(child)
+
+    visit(func_op)
+    return found
 
 
 def _constant_index(value: Any) -> int | None:
@@ -283,7 +316,7 @@ def extract_nests(
                 "its iterations cannot be counted"
             ) from None
         accesses: dict[str, list[bool]] = {}
-        for inner in _walk(op):
+        for inner in walk_operations(op):
             for key, read, written in buffers.accesses(inner):
                 flags = accesses.setdefault(key, [False, False])
                 flags[0] |= read
@@ -317,7 +350,7 @@ class _Buffers:
         self._names: dict[Any, str] = {}  # allocation op -> "allocN"
         self._info: dict[str, dict[str, Any]] = {}
         self._count = 0
-        for op in _walk(func_op):
+        for op in walk_operations(func_op):
             if op.name in ("memref.alloc", "memref.alloca"):
                 self._names[op] = f"alloc{self._count}"
                 self._count += 1

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,13 @@ from onnx import numpy_helper
 from placement.errors import PlacementError
 from placement.nests import LoopNest
 from placement.onnxfile import node_names, read_onnx
-from placement.profiling.mlir.extract import extract_nests, outermost_parallels, tag_linalg_ops
+from placement.profiling.mlir.extract import (
+    extract_nests,
+    loc_tag,
+    outermost_loops_by_tag,
+    outermost_parallels,
+    tag_linalg_ops,
+)
 
 try:  # torch-mlir is heavy; import errors surface as a PlacementError on first use
     from torch_mlir import ir
@@ -87,6 +94,16 @@ class LoweredProgram:
     source_kind: str  # "onnx" | "mlir"
     weights: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # by arg name
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The bufferized linalg program with its ops tagged, before convert-linalg-to-parallel-loops:
+    # where placement.profiling.mlir.optimize starts from. Empty for programs built by hand.
+    linalg_text: str = field(default="", repr=False)
+    # Per nest (program order), the tag index of the linalg op it comes from (extract.py).
+    nest_tags: tuple[int | None, ...] = ()
+    # Where the timing markers go: "parallel" = around each outermost scf.parallel (the
+    # nests as extracted, module_text unoptimized); "tagged-loop" = around the outermost
+    # loop of any kind (scf.parallel or scf.for) carrying each nest's linalg tag, which is
+    # how an optimized module_text (optimize.py) maps back to the same nests.
+    markers_at: str = "parallel"
 
     @property
     def inputs(self) -> list[ArgInfo]:
@@ -153,6 +170,8 @@ def lower_onnx(
     lowered = LoweredProgram(
         module_text=program["text"],
         nests=program["nests"],
+        linalg_text=program["linalg_text"],
+        nest_tags=program["nest_tags"],
         func_name="forward",
         args=program_args,
         source=path,
@@ -197,6 +216,8 @@ def lower_mlir(path: str | Path, *, fuse_elementwise: bool = False) -> LoweredPr
     return LoweredProgram(
         module_text=program["text"],
         nests=program["nests"],
+        linalg_text=program["linalg_text"],
+        nest_tags=program["nest_tags"],
         func_name=func_name,
         args=program_args,
         source=path,
@@ -210,13 +231,24 @@ def lower_mlir(path: str | Path, *, fuse_elementwise: bool = False) -> LoweredPr
 
 def insert_nest_markers(
     module: Any, func_name: str, enter: str = "placement_nest_enter",
-    exit: str = "placement_nest_exit",
+    exit: str = "placement_nest_exit", *, tags: Sequence[int | None] | None = None,
 ) -> int:  # fmt: skip
-    """Wrap every outermost scf.parallel of ``func_name`` in ``enter(i)``/``exit(i)`` calls.
+    """Wrap each nest of ``func_name`` in ``enter(i)``/``exit(i)`` calls; returns the count.
 
     ``i`` (i64) is the nest index, in the same program order as ``LoweredProgram.nests``.
+    Without ``tags``, every outermost scf.parallel is a nest (the unoptimized module, as
+    extracted). With ``tags`` (``LoweredProgram.nest_tags``), nest ``i`` is the outermost
+    loop *of any kind* (scf.parallel or scf.for) whose location carries linalg tag
+    ``tags[i]``: after an optimization (optimize.py) a nest's outermost loop may be an
+    scf.for -- e.g. a GEMV after the (i, k, j) interchange, once canonicalize has dropped
+    the unit ``i`` loop -- and marking its inner scf.parallel would time it once per ``k``.
+    Every tag must name exactly one such loop (else a PlacementError: the optimized
+    program no longer maps onto the nests). An optimized module records its nest tags in
+    its ``placement.nest_tags`` attribute, which is used when ``tags`` is not given: any
+    caller marking ``LoweredProgram.module_text`` marks the right loops.
+
     The callees are declared private with ``llvm.emit_c_interface`` so a JIT can resolve
-    them through ``_mlir_ciface_<name>``. Returns the number of nests marked.
+    them through ``_mlir_ciface_<name>``.
     """
     from torch_mlir.dialects import arith, func
 
@@ -229,15 +261,54 @@ def insert_nest_markers(
             decl = func.FuncOp(name, ([i64], []), visibility="private", ip=ip)
             decl.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
         target = find_func(module, func_name)
-        count = 0
-        for op, _trips in outermost_parallels(target):
+        if tags is None:
+            tags = module_nest_tags(module)
+        if tags is None:
+            ops = [op for op, _trips in outermost_parallels(target)]
+        else:
+            ops = _loops_of_tags(target, tags, func_name)
+        for count, op in enumerate(ops):
             with ir.InsertionPoint(op):
                 index = arith.ConstantOp(i64, count).result
                 func.CallOp([], ir.FlatSymbolRefAttr.get(enter), [index])
                 call_exit = func.CallOp([], ir.FlatSymbolRefAttr.get(exit), [index])
             call_exit.operation.move_after(op)
-            count += 1
-    return count
+    return len(ops)
+
+
+NEST_TAGS_ATTR = "placement.nest_tags"
+
+
+def set_module_nest_tags(module: Any, tags: Sequence[int | None]) -> None:
+    """Record ``tags`` (-1 for a nest without a tag) on the module (see insert_nest_markers)."""
+    with module.context:
+        i64 = ir.IntegerType.get_signless(64)
+        values = [ir.IntegerAttr.get(i64, -1 if t is None else t) for t in tags]
+        module.operation.attributes[NEST_TAGS_ATTR] = ir.ArrayAttr.get(values)
+
+
+def module_nest_tags(module: Any) -> list[int | None] | None:
+    """The tags :func:`set_module_nest_tags` recorded, or None for an unoptimized module."""
+    attrs = module.operation.attributes
+    if NEST_TAGS_ATTR not in attrs:
+        return None
+    values = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(attrs[NEST_TAGS_ATTR])]
+    return [None if v < 0 else v for v in values]
+
+
+def _loops_of_tags(func_op: Any, tags: Sequence[int | None], func_name: str) -> list[Any]:
+    loops = outermost_loops_by_tag(func_op)
+    ops = []
+    for index, tag in enumerate(tags):
+        found = loops.get(tag, []) if tag is not None else []
+        if len(found) != 1:
+            what = "no loop" if not found else f"{len(found)} loops"
+            raise PlacementError(
+                f"internal error: nest n{index:03d} (linalg op #{tag}) maps to {what} in the"
+                f" optimized @{func_name}; time this model with --host-times jit"
+            )
+        ops.append(found[0])
+    return ops
 
 
 def new_context() -> Any:
@@ -496,9 +567,11 @@ def _lower_linalg(
     _run(module, BUFFERIZE, path, op_types)
     func_op = find_func(module, func_name)
     linalg_ops = tag_linalg_ops(func_op)
+    linalg_text = module.operation.get_asm(enable_debug_info=True)
     _run(module, TO_PARALLEL_LOOPS, path, op_types)
     func_op = find_func(module, func_name)
     nests = extract_nests(func_op, linalg_ops, op_types, path)
+    tags = tuple(loc_tag(op.location) for op, _trips in outermost_parallels(func_op))
     block = func_op.regions[0].blocks[0]
     results = []
     for index, arg in enumerate(block.arguments):
@@ -509,7 +582,10 @@ def _lower_linalg(
                 ArgInfo("", "output", tuple(memref.shape), _MLIR_TO_NUMPY.get(elem, elem))
             )
     text = module.operation.get_asm(enable_debug_info=True)
-    return {"text": text, "nests": nests, "results": results, "num_args": len(block.arguments)}
+    return {
+        "text": text, "nests": nests, "results": results, "num_args": len(block.arguments),
+        "linalg_text": linalg_text, "nest_tags": tags,
+    }  # fmt: skip
 
 
 def _is_result_arg(func_op: Any, index: int) -> bool:

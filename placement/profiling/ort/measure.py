@@ -86,6 +86,7 @@ import onnxruntime as ort
 from placement.errors import PlacementError
 from placement.io import file_sha256
 from placement.onnxfile import node_names, read_onnx
+from placement.profiling.cache_flush import CacheFlusher, cache_metadata, make_flusher
 from placement.profiling.host import LoadProbe, host_description
 from placement.profiling.host_profile import HostProfile
 from placement.profiling.ort.attribution import ATTRIBUTION_RULE_VERSION, attribute, tensor_shapes
@@ -185,6 +186,7 @@ def profile_model(
     time_budget: float = AUTO_TIME_BUDGET,
     round_pause: float = ROUND_PAUSE_SECONDS,
     progress: Callable[[int, int], None] | None = None,
+    cache: str = "warm",
 ) -> HostProfile:
     """Measure every original node's host latency, in seconds (module docstring).
 
@@ -193,7 +195,9 @@ def profile_model(
     between rounds; per node the median over rounds of the per-round minimum.
     ``progress(done, total)`` is called after every measured run (with ``"auto"``,
     ``total`` is the cap until the last call). The returned profile's
-    ``metadata["warnings"]`` holds a sentence when the measurement looks unreliable."""
+    ``metadata["warnings"]`` holds a sentence when the measurement looks unreliable.
+    ``cache="cold"`` flushes the last-level cache before every run
+    (:mod:`placement.profiling.cache_flush`); the default ``"warm"`` runs back to back."""
     return summarize_runs(
         measure_runs(
             path,
@@ -206,6 +210,7 @@ def profile_model(
             time_budget=time_budget,
             round_pause=round_pause,
             progress=progress,
+            cache=cache,
         )
     )
 
@@ -222,6 +227,7 @@ def measure_runs(
     time_budget: float = AUTO_TIME_BUDGET,
     round_pause: float = ROUND_PAUSE_SECONDS,
     progress: Callable[[int, int], None] | None = None,
+    cache: str = "warm",
 ) -> Measurement:
     """Run and trace the model as :func:`profile_model` does; the per-run data, unreduced."""
     _check_options(runs, warmup, intra_op_threads, optimization, seed)
@@ -241,7 +247,9 @@ def measure_runs(
     for node, name in zip(model.graph.node, names, strict=True):
         node.name = name  # ORT derives kernel names from these
     shapes = tensor_shapes(model)
+    flusher = make_flusher(cache)
     session = _ProfiledSession(model, path, intra_op_threads, optimization, seed, round_pause)
+    session.flusher = flusher
     events, optimized, wall, sizes, auto, load = session.measure(
         runs, warmup, tolerance, time_budget, probe, progress
     )
@@ -267,6 +275,7 @@ def measure_runs(
             "seed": seed,
             "runs_requested": runs,
             "round_pause_seconds": round_pause,
+            **cache_metadata(flusher),
         },
         machine_load=load,
         auto=auto,
@@ -357,6 +366,7 @@ class _ProfiledSession:
         self.model, self.path = model, path
         self.threads, self.optimization, self.seed = threads, optimization, seed
         self.pause = pause
+        self.flusher: CacheFlusher | None = None  # cold cache: flushed before every run
         self.wall: list[float] = []
         self.sizes: list[int] = []
 
@@ -402,6 +412,7 @@ class _ProfiledSession:
             feeds = _random_inputs(session, self.seed, path)
             started = time.perf_counter()
             for _ in range(warmup):
+                self._flush()
                 _run(session, feeds, path)
             auto: dict[str, Any] | None = None
             if runs == "auto":
@@ -434,12 +445,17 @@ class _ProfiledSession:
         if self.sizes:
             time.sleep(self.pause)
         for _ in range(size):
+            self._flush()
             start = time.perf_counter()
             _run(session, feeds, self.path)
             self.wall.append(time.perf_counter() - start)
             if progress is not None:
                 progress(len(self.wall), total)
         self.sizes.append(size)
+
+    def _flush(self) -> None:
+        if self.flusher is not None:
+            self.flusher.flush()
 
     def _auto_rounds(
         self,
@@ -627,6 +643,8 @@ def _metadata(
         "runs_per_round": max(m.sizes),
         "round_sizes": list(m.sizes),
         "round_pause_seconds": settings["round_pause_seconds"],
+        "cache": settings.get("cache", "warm"),  # "cold": LLC flushed before every run
+        "cache_flush_bytes": settings.get("cache_flush_bytes"),
         # median over rounds of the per-round minimum, per node; kernel_total = their sum
         "statistic": STATISTIC,
         "spread_statistic": SPREAD_DEFINITION,

@@ -83,38 +83,14 @@ ROWS
  L  c_u_transfer_hi(stem_conv_quant_b1_conv1_quant)_
  L  c_u_budget_
  L  c_u_host_serial_
- L  c_u_energetic_head(b1_add_quant)_
- L  c_u_energetic_head(b1_conv1_quant)_
- L  c_u_energetic_head(b1_conv2_quant)_
  L  c_u_energetic_head(b2_add_quant)_
- L  c_u_energetic_head(b2_conv1_quant)_
  L  c_u_energetic_head(b2_conv2_quant)_
- L  c_u_energetic_head(b2_skip_quant)_
  L  c_u_energetic_head(b3_concat_quant)_
- L  c_u_energetic_head(b3a_conv_quant)_
  L  c_u_energetic_head(b3b_conv_quant)_
- L  c_u_energetic_head(b3b_dwconv_quant)_
- L  c_u_energetic_head(fc_quant)_
- L  c_u_energetic_head(flatten)_
- L  c_u_energetic_head(gap_quant)_
- L  c_u_energetic_head(logits_DequantizeLinear)_
- L  c_u_energetic_head(stem_conv_quant)_
  L  c_u_energetic_tail(b1_add_quant)_
- L  c_u_energetic_tail(b1_conv1_quant)_
- L  c_u_energetic_tail(b1_conv2_quant)_
  L  c_u_energetic_tail(b2_add_quant)_
  L  c_u_energetic_tail(b2_conv1_quant)_
- L  c_u_energetic_tail(b2_conv2_quant)_
- L  c_u_energetic_tail(b2_skip_quant)_
- L  c_u_energetic_tail(b3_concat_quant)_
- L  c_u_energetic_tail(b3a_conv_quant)_
- L  c_u_energetic_tail(b3b_conv_quant)_
  L  c_u_energetic_tail(b3b_dwconv_quant)_
- L  c_u_energetic_tail(fc_quant)_
- L  c_u_energetic_tail(flatten)_
- L  c_u_energetic_tail(gap_quant)_
- L  c_u_energetic_tail(input_QuantizeLinear)_
- L  c_u_energetic_tail(stem_conv_quant)_
  L  c_u_bottleneck(b1_add_quant_b2_add_quant)_
  L  c_u_bottleneck(b1_conv1_quant_b1_conv2_quant)_
  L  c_u_bottleneck(b1_conv2_quant_b1_add_quant)_
@@ -142,22 +118,6 @@ COLUMNS
      host(b1_conv1_quant) c_u_transfer_hi(stem_conv_quant_b1_conv1_quant)_ 1
      host(b1_conv1_quant) c_u_budget_ -2
      host(b1_conv1_quant) c_u_host_serial_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(b1_add_quant)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(b1_conv2_quant)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(b2_add_quant)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(b2_conv1_quant)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(b2_conv2_quant)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(b2_skip_quant)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(b3_concat_quant)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(b3a_conv_quant)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(b3b_conv_quant)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(b3b_dwconv_quant)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(fc_quant)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(flatten)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(gap_quant)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_head(logits_DequantizeLinear)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_tail(input_QuantizeLinear)_ 17749.999999999996
-     host(b1_conv1_quant) c_u_energetic_tail(stem_conv_quant)_ 17749.999999999996
      host(b1_conv2_quant) c_e_finish_time(b1_conv2_quant)_ -6500
      host(b1_conv2_quant) c_u_transfer_lo(b1_conv1_quant_b1_conv2_quant)_ -1
      host(b1_conv2_quant) c_u_transfer_lo(b1_conv2_quant_b1_add_quant)_ 1
@@ -165,22 +125,6 @@ COLUMNS
      host(b1_conv2_quant) c_u_transfer_hi(b1_conv2_quant_b1_add_quant)_ -1
      host(b1_conv2_quant) c_u_budget_ -2
      host(b1_conv2_quant) c_u_host_serial_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(b1_add_quant)_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(b2_add_quant)_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(b2_conv1_quant)_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(b2_conv2_quant)_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(b2_skip_quant)_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(b3_concat_quant)_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(b3a_conv_quant)_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(b3b_conv_quant)_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(b3b_dwconv_quant)_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(fc_quant)_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(flatten)_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(gap_quant)_ 17700
-     host(b1_conv2_quant) c_u_energetic_head(logits_DequantizeLinear)_ 17700
-     host(b1_conv2_quant) c_u_energetic_tail(b1_conv1_quant)_ 17700
-     host(b1_conv2_quant) c_u_energetic_tail(input_QuantizeLinear)_ 17700
-     host(b1_conv2_quant) c_u_energetic_tail(stem_conv_quant)_ 17700
      host(b2_conv1_quant) c_e_finish_time(b2_conv1_quant)_ -3050
      host(b2_conv1_quant) c_u_transfer_lo(b1_add_quant_b2_conv1_quant)_ -1
      host(b2_conv1_quant) c_u_transfer_lo(b2_conv1_quant_b2_conv2_quant)_ 1
@@ -190,19 +134,7 @@ COLUMNS
      host(b2_conv1_quant) c_u_host_serial_ 6250
      host(b2_conv1_quant) c_u_energetic_head(b2_add_quant)_ 6250
      host(b2_conv1_quant) c_u_energetic_head(b2_conv2_quant)_ 6250
-     host(b2_conv1_quant) c_u_energetic_head(b3_concat_quant)_ 6250
-     host(b2_conv1_quant) c_u_energetic_head(b3a_conv_quant)_ 6250
-     host(b2_conv1_quant) c_u_energetic_head(b3b_conv_quant)_ 6250
-     host(b2_conv1_quant) c_u_energetic_head(b3b_dwconv_quant)_ 6250
-     host(b2_conv1_quant) c_u_energetic_head(fc_quant)_ 6250
-     host(b2_conv1_quant) c_u_energetic_head(flatten)_ 6250
-     host(b2_conv1_quant) c_u_energetic_head(gap_quant)_ 6250
-     host(b2_conv1_quant) c_u_energetic_head(logits_DequantizeLinear)_ 6250
      host(b2_conv1_quant) c_u_energetic_tail(b1_add_quant)_ 6250
-     host(b2_conv1_quant) c_u_energetic_tail(b1_conv1_quant)_ 6250
-     host(b2_conv1_quant) c_u_energetic_tail(b1_conv2_quant)_ 6250
-     host(b2_conv1_quant) c_u_energetic_tail(input_QuantizeLinear)_ 6250
-     host(b2_conv1_quant) c_u_energetic_tail(stem_conv_quant)_ 6250
      host(b2_conv1_quant) c_u_bottleneck(b1_add_quant_b2_add_quant)_ 6250
      host(b2_conv1_quant) c_u_order_uv_window(b2_conv1_quant_b2_skip_quant)_ 4350.7227107914514
      host(b2_conv1_quant) c_u_order_vu_window(b2_conv1_quant_b2_skip_quant)_ 7230.7227107914514
@@ -214,20 +146,8 @@ COLUMNS
      host(b2_conv2_quant) c_u_budget_ -3
      host(b2_conv2_quant) c_u_host_serial_ 8099.9999999999991
      host(b2_conv2_quant) c_u_energetic_head(b2_add_quant)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_energetic_head(b3_concat_quant)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_energetic_head(b3a_conv_quant)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_energetic_head(b3b_conv_quant)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_energetic_head(b3b_dwconv_quant)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_energetic_head(fc_quant)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_energetic_head(flatten)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_energetic_head(gap_quant)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_energetic_head(logits_DequantizeLinear)_ 8099.9999999999991
      host(b2_conv2_quant) c_u_energetic_tail(b1_add_quant)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_energetic_tail(b1_conv1_quant)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_energetic_tail(b1_conv2_quant)_ 8099.9999999999991
      host(b2_conv2_quant) c_u_energetic_tail(b2_conv1_quant)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_energetic_tail(input_QuantizeLinear)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_energetic_tail(stem_conv_quant)_ 8099.9999999999991
      host(b2_conv2_quant) c_u_bottleneck(b1_add_quant_b2_add_quant)_ 8099.9999999999991
      host(b2_conv2_quant) c_u_order_uv_window(b2_skip_quant_b2_conv2_quant)_ 4030.7227107914441
      host(b2_conv2_quant) c_u_order_vu_window(b2_skip_quant_b2_conv2_quant)_ 7230.7227107914514
@@ -239,19 +159,7 @@ COLUMNS
      host(b2_skip_quant) c_u_budget_ -1
      host(b2_skip_quant) c_u_host_serial_ 2400
      host(b2_skip_quant) c_u_energetic_head(b2_add_quant)_ 2400
-     host(b2_skip_quant) c_u_energetic_head(b3_concat_quant)_ 2400
-     host(b2_skip_quant) c_u_energetic_head(b3a_conv_quant)_ 2400
-     host(b2_skip_quant) c_u_energetic_head(b3b_conv_quant)_ 2400
-     host(b2_skip_quant) c_u_energetic_head(b3b_dwconv_quant)_ 2400
-     host(b2_skip_quant) c_u_energetic_head(fc_quant)_ 2400
-     host(b2_skip_quant) c_u_energetic_head(flatten)_ 2400
-     host(b2_skip_quant) c_u_energetic_head(gap_quant)_ 2400
-     host(b2_skip_quant) c_u_energetic_head(logits_DequantizeLinear)_ 2400
      host(b2_skip_quant) c_u_energetic_tail(b1_add_quant)_ 2400
-     host(b2_skip_quant) c_u_energetic_tail(b1_conv1_quant)_ 2400
-     host(b2_skip_quant) c_u_energetic_tail(b1_conv2_quant)_ 2400
-     host(b2_skip_quant) c_u_energetic_tail(input_QuantizeLinear)_ 2400
-     host(b2_skip_quant) c_u_energetic_tail(stem_conv_quant)_ 2400
      host(b2_skip_quant) c_u_bottleneck(b1_add_quant_b2_add_quant)_ 2400
      host(b2_skip_quant) c_u_order_uv_window(b2_conv1_quant_b2_skip_quant)_ 4350.7227107914514
      host(b2_skip_quant) c_u_order_uv_window(b2_skip_quant_b2_conv2_quant)_ 4030.7227107914441
@@ -265,19 +173,7 @@ COLUMNS
      host(b3a_conv_quant) c_u_budget_ -1
      host(b3a_conv_quant) c_u_host_serial_ 1700
      host(b3a_conv_quant) c_u_energetic_head(b3_concat_quant)_ 1700
-     host(b3a_conv_quant) c_u_energetic_head(fc_quant)_ 1700
-     host(b3a_conv_quant) c_u_energetic_head(flatten)_ 1700
-     host(b3a_conv_quant) c_u_energetic_head(gap_quant)_ 1700
-     host(b3a_conv_quant) c_u_energetic_head(logits_DequantizeLinear)_ 1700
-     host(b3a_conv_quant) c_u_energetic_tail(b1_add_quant)_ 1700
-     host(b3a_conv_quant) c_u_energetic_tail(b1_conv1_quant)_ 1700
-     host(b3a_conv_quant) c_u_energetic_tail(b1_conv2_quant)_ 1700
      host(b3a_conv_quant) c_u_energetic_tail(b2_add_quant)_ 1700
-     host(b3a_conv_quant) c_u_energetic_tail(b2_conv1_quant)_ 1700
-     host(b3a_conv_quant) c_u_energetic_tail(b2_conv2_quant)_ 1700
-     host(b3a_conv_quant) c_u_energetic_tail(b2_skip_quant)_ 1700
-     host(b3a_conv_quant) c_u_energetic_tail(input_QuantizeLinear)_ 1700
-     host(b3a_conv_quant) c_u_energetic_tail(stem_conv_quant)_ 1700
      host(b3a_conv_quant) c_u_bottleneck(b2_add_quant_b3_concat_quant)_ 1700
      host(b3a_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_conv_quant)_ 2800.7227107914514
      host(b3a_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_dwconv_quant)_ 5600.7227107914441
@@ -291,20 +187,8 @@ COLUMNS
      host(b3b_conv_quant) c_u_budget_ -1
      host(b3b_conv_quant) c_u_host_serial_ 1650
      host(b3b_conv_quant) c_u_energetic_head(b3_concat_quant)_ 1650
-     host(b3b_conv_quant) c_u_energetic_head(fc_quant)_ 1650
-     host(b3b_conv_quant) c_u_energetic_head(flatten)_ 1650
-     host(b3b_conv_quant) c_u_energetic_head(gap_quant)_ 1650
-     host(b3b_conv_quant) c_u_energetic_head(logits_DequantizeLinear)_ 1650
-     host(b3b_conv_quant) c_u_energetic_tail(b1_add_quant)_ 1650
-     host(b3b_conv_quant) c_u_energetic_tail(b1_conv1_quant)_ 1650
-     host(b3b_conv_quant) c_u_energetic_tail(b1_conv2_quant)_ 1650
      host(b3b_conv_quant) c_u_energetic_tail(b2_add_quant)_ 1650
-     host(b3b_conv_quant) c_u_energetic_tail(b2_conv1_quant)_ 1650
-     host(b3b_conv_quant) c_u_energetic_tail(b2_conv2_quant)_ 1650
-     host(b3b_conv_quant) c_u_energetic_tail(b2_skip_quant)_ 1650
      host(b3b_conv_quant) c_u_energetic_tail(b3b_dwconv_quant)_ 1650
-     host(b3b_conv_quant) c_u_energetic_tail(input_QuantizeLinear)_ 1650
-     host(b3b_conv_quant) c_u_energetic_tail(stem_conv_quant)_ 1650
      host(b3b_conv_quant) c_u_bottleneck(b2_add_quant_b3_concat_quant)_ 1650
      host(b3b_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_conv_quant)_ 2800.7227107914514
      host(b3b_conv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_conv_quant)_ 5600.7227107914441
@@ -317,19 +201,7 @@ COLUMNS
      host(b3b_dwconv_quant) c_u_host_serial_ 2800
      host(b3b_dwconv_quant) c_u_energetic_head(b3_concat_quant)_ 2800
      host(b3b_dwconv_quant) c_u_energetic_head(b3b_conv_quant)_ 2800
-     host(b3b_dwconv_quant) c_u_energetic_head(fc_quant)_ 2800
-     host(b3b_dwconv_quant) c_u_energetic_head(flatten)_ 2800
-     host(b3b_dwconv_quant) c_u_energetic_head(gap_quant)_ 2800
-     host(b3b_dwconv_quant) c_u_energetic_head(logits_DequantizeLinear)_ 2800
-     host(b3b_dwconv_quant) c_u_energetic_tail(b1_add_quant)_ 2800
-     host(b3b_dwconv_quant) c_u_energetic_tail(b1_conv1_quant)_ 2800
-     host(b3b_dwconv_quant) c_u_energetic_tail(b1_conv2_quant)_ 2800
      host(b3b_dwconv_quant) c_u_energetic_tail(b2_add_quant)_ 2800
-     host(b3b_dwconv_quant) c_u_energetic_tail(b2_conv1_quant)_ 2800
-     host(b3b_dwconv_quant) c_u_energetic_tail(b2_conv2_quant)_ 2800
-     host(b3b_dwconv_quant) c_u_energetic_tail(b2_skip_quant)_ 2800
-     host(b3b_dwconv_quant) c_u_energetic_tail(input_QuantizeLinear)_ 2800
-     host(b3b_dwconv_quant) c_u_energetic_tail(stem_conv_quant)_ 2800
      host(b3b_dwconv_quant) c_u_bottleneck(b2_add_quant_b3_concat_quant)_ 2800
      host(b3b_dwconv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_dwconv_quant)_ 5600.7227107914441
      host(b3b_dwconv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_dwconv_quant)_ 3950.7227107914441
@@ -340,22 +212,6 @@ COLUMNS
      host(fc_quant) c_u_transfer_hi(flatten_fc_quant)_ 1
      host(fc_quant) c_u_budget_ -1
      host(fc_quant) c_u_host_serial_ 1300
-     host(fc_quant) c_u_energetic_head(logits_DequantizeLinear)_ 1300
-     host(fc_quant) c_u_energetic_tail(b1_add_quant)_ 1300
-     host(fc_quant) c_u_energetic_tail(b1_conv1_quant)_ 1300
-     host(fc_quant) c_u_energetic_tail(b1_conv2_quant)_ 1300
-     host(fc_quant) c_u_energetic_tail(b2_add_quant)_ 1300
-     host(fc_quant) c_u_energetic_tail(b2_conv1_quant)_ 1300
-     host(fc_quant) c_u_energetic_tail(b2_conv2_quant)_ 1300
-     host(fc_quant) c_u_energetic_tail(b2_skip_quant)_ 1300
-     host(fc_quant) c_u_energetic_tail(b3_concat_quant)_ 1300
-     host(fc_quant) c_u_energetic_tail(b3a_conv_quant)_ 1300
-     host(fc_quant) c_u_energetic_tail(b3b_conv_quant)_ 1300
-     host(fc_quant) c_u_energetic_tail(b3b_dwconv_quant)_ 1300
-     host(fc_quant) c_u_energetic_tail(flatten)_ 1300
-     host(fc_quant) c_u_energetic_tail(gap_quant)_ 1300
-     host(fc_quant) c_u_energetic_tail(input_QuantizeLinear)_ 1300
-     host(fc_quant) c_u_energetic_tail(stem_conv_quant)_ 1300
      host(stem_conv_quant) c_e_finish_time(stem_conv_quant)_ -699.99999999999818
      host(stem_conv_quant) c_u_transfer_lo(input_QuantizeLinear_stem_conv_quant)_ -1
      host(stem_conv_quant) c_u_transfer_lo(stem_conv_quant_b1_add_quant)_ 1
@@ -365,43 +221,25 @@ COLUMNS
      host(stem_conv_quant) c_u_transfer_hi(stem_conv_quant_b1_conv1_quant)_ -1
      host(stem_conv_quant) c_u_budget_ -1
      host(stem_conv_quant) c_u_host_serial_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(b1_add_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(b1_conv1_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(b1_conv2_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(b2_add_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(b2_conv1_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(b2_conv2_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(b2_skip_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(b3_concat_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(b3a_conv_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(b3b_conv_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(b3b_dwconv_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(fc_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(flatten)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(gap_quant)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_head(logits_DequantizeLinear)_ 11449.999999999998
-     host(stem_conv_quant) c_u_energetic_tail(input_QuantizeLinear)_ 11449.999999999998
      start(b1_add_quant) c_e_finish_time(b1_add_quant)_ -1
      start(b1_add_quant) c_u_precedence(b1_conv2_quant_b1_add_quant)_ -1
      start(b1_add_quant) c_u_precedence(stem_conv_quant_b1_add_quant)_ -1
-     start(b1_add_quant) c_u_energetic_head(b1_add_quant)_ -1
      start(b1_add_quant) c_u_bottleneck(b1_conv2_quant_b1_add_quant)_ -1
      start(b1_conv1_quant) c_e_finish_time(b1_conv1_quant)_ -1
      start(b1_conv1_quant) c_u_precedence(stem_conv_quant_b1_conv1_quant)_ -1
-     start(b1_conv1_quant) c_u_energetic_head(b1_conv1_quant)_ -1
      start(b1_conv1_quant) c_u_bottleneck(stem_conv_quant_b1_conv1_quant)_ -1
      start(b1_conv2_quant) c_e_finish_time(b1_conv2_quant)_ -1
      start(b1_conv2_quant) c_u_precedence(b1_conv1_quant_b1_conv2_quant)_ -1
-     start(b1_conv2_quant) c_u_energetic_head(b1_conv2_quant)_ -1
      start(b1_conv2_quant) c_u_bottleneck(b1_conv1_quant_b1_conv2_quant)_ -1
      start(b2_add_quant) c_e_finish_time(b2_add_quant)_ -1
      start(b2_add_quant) c_u_precedence(b2_conv2_quant_b2_add_quant)_ -1
      start(b2_add_quant) c_u_precedence(b2_skip_quant_b2_add_quant)_ -1
      start(b2_add_quant) c_u_energetic_head(b2_add_quant)_ -1
+     start(b2_add_quant) c_u_energetic_tail(b1_add_quant)_ -1
+     start(b2_add_quant) c_u_energetic_tail(b2_conv1_quant)_ -1
      start(b2_add_quant) c_u_bottleneck(b1_add_quant_b2_add_quant)_ -1
      start(b2_conv1_quant) c_e_finish_time(b2_conv1_quant)_ -1
      start(b2_conv1_quant) c_u_precedence(b1_add_quant_b2_conv1_quant)_ -1
-     start(b2_conv1_quant) c_u_energetic_head(b2_conv1_quant)_ -1
      start(b2_conv1_quant) c_u_order_vu_window(b2_conv1_quant_b2_skip_quant)_ -1
      start(b2_conv2_quant) c_e_finish_time(b2_conv2_quant)_ -1
      start(b2_conv2_quant) c_u_precedence(b2_conv1_quant_b2_conv2_quant)_ -1
@@ -409,17 +247,17 @@ COLUMNS
      start(b2_conv2_quant) c_u_order_uv_window(b2_skip_quant_b2_conv2_quant)_ -1
      start(b2_skip_quant) c_e_finish_time(b2_skip_quant)_ -1
      start(b2_skip_quant) c_u_precedence(b1_add_quant_b2_skip_quant)_ -1
-     start(b2_skip_quant) c_u_energetic_head(b2_skip_quant)_ -1
      start(b2_skip_quant) c_u_order_uv_window(b2_conv1_quant_b2_skip_quant)_ -1
      start(b2_skip_quant) c_u_order_vu_window(b2_skip_quant_b2_conv2_quant)_ -1
      start(b3_concat_quant) c_e_finish_time(b3_concat_quant)_ -1
      start(b3_concat_quant) c_u_precedence(b3a_conv_quant_b3_concat_quant)_ -1
      start(b3_concat_quant) c_u_precedence(b3b_conv_quant_b3_concat_quant)_ -1
      start(b3_concat_quant) c_u_energetic_head(b3_concat_quant)_ -1
+     start(b3_concat_quant) c_u_energetic_tail(b2_add_quant)_ -1
+     start(b3_concat_quant) c_u_energetic_tail(b3b_dwconv_quant)_ -1
      start(b3_concat_quant) c_u_bottleneck(b2_add_quant_b3_concat_quant)_ -1
      start(b3a_conv_quant) c_e_finish_time(b3a_conv_quant)_ -1
      start(b3a_conv_quant) c_u_precedence(b2_add_quant_b3a_conv_quant)_ -1
-     start(b3a_conv_quant) c_u_energetic_head(b3a_conv_quant)_ -1
      start(b3a_conv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_conv_quant)_ -1
      start(b3a_conv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_dwconv_quant)_ -1
      start(b3b_conv_quant) c_e_finish_time(b3b_conv_quant)_ -1
@@ -428,45 +266,41 @@ COLUMNS
      start(b3b_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_conv_quant)_ -1
      start(b3b_dwconv_quant) c_e_finish_time(b3b_dwconv_quant)_ -1
      start(b3b_dwconv_quant) c_u_precedence(b2_add_quant_b3b_dwconv_quant)_ -1
-     start(b3b_dwconv_quant) c_u_energetic_head(b3b_dwconv_quant)_ -1
      start(b3b_dwconv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_dwconv_quant)_ -1
      start(fc_quant) c_e_finish_time(fc_quant)_ -1
      start(fc_quant) c_u_precedence(flatten_fc_quant)_ -1
-     start(fc_quant) c_u_energetic_head(fc_quant)_ -1
      start(fc_quant) c_u_bottleneck(flatten_fc_quant)_ -1
      start(flatten) c_e_finish_time(flatten)_ -1
      start(flatten) c_u_precedence(gap_quant_flatten)_ -1
-     start(flatten) c_u_energetic_head(flatten)_ -1
      start(flatten) c_u_bottleneck(gap_quant_flatten)_ -1
      start(gap_quant) c_e_finish_time(gap_quant)_ -1
      start(gap_quant) c_u_precedence(b3_concat_quant_gap_quant)_ -1
-     start(gap_quant) c_u_energetic_head(gap_quant)_ -1
      start(gap_quant) c_u_bottleneck(b3_concat_quant_gap_quant)_ -1
      start(input_QuantizeLinear) c_e_finish_time(input_QuantizeLinear)_ -1
      start(logits_DequantizeLinear) c_e_finish_time(logits_DequantizeLinear)_ -1
      start(logits_DequantizeLinear) c_u_precedence(fc_quant_logits_DequantizeLinear)_ -1
-     start(logits_DequantizeLinear) c_u_energetic_head(logits_DequantizeLinear)_ -1
      start(logits_DequantizeLinear) c_u_bottleneck(fc_quant_logits_DequantizeLinear)_ -1
      start(stem_conv_quant) c_e_finish_time(stem_conv_quant)_ -1
      start(stem_conv_quant) c_u_precedence(input_QuantizeLinear_stem_conv_quant)_ -1
-     start(stem_conv_quant) c_u_energetic_head(stem_conv_quant)_ -1
      start(stem_conv_quant) c_u_bottleneck(input_QuantizeLinear_stem_conv_quant)_ -1
      finish(b1_add_quant) c_e_finish_time(b1_add_quant)_ 1
      finish(b1_add_quant) c_u_precedence(b1_add_quant_b2_conv1_quant)_ 1
      finish(b1_add_quant) c_u_precedence(b1_add_quant_b2_skip_quant)_ 1
+     finish(b1_add_quant) c_u_energetic_head(b2_add_quant)_ 1
+     finish(b1_add_quant) c_u_energetic_head(b2_conv2_quant)_ 1
      finish(b1_add_quant) c_u_energetic_tail(b1_add_quant)_ 1
      finish(b1_add_quant) c_u_bottleneck(b1_add_quant_b2_add_quant)_ 1
      finish(b1_conv1_quant) c_e_finish_time(b1_conv1_quant)_ 1
      finish(b1_conv1_quant) c_u_precedence(b1_conv1_quant_b1_conv2_quant)_ 1
-     finish(b1_conv1_quant) c_u_energetic_tail(b1_conv1_quant)_ 1
      finish(b1_conv1_quant) c_u_bottleneck(b1_conv1_quant_b1_conv2_quant)_ 1
      finish(b1_conv2_quant) c_e_finish_time(b1_conv2_quant)_ 1
      finish(b1_conv2_quant) c_u_precedence(b1_conv2_quant_b1_add_quant)_ 1
-     finish(b1_conv2_quant) c_u_energetic_tail(b1_conv2_quant)_ 1
      finish(b1_conv2_quant) c_u_bottleneck(b1_conv2_quant_b1_add_quant)_ 1
      finish(b2_add_quant) c_e_finish_time(b2_add_quant)_ 1
      finish(b2_add_quant) c_u_precedence(b2_add_quant_b3a_conv_quant)_ 1
      finish(b2_add_quant) c_u_precedence(b2_add_quant_b3b_dwconv_quant)_ 1
+     finish(b2_add_quant) c_u_energetic_head(b3_concat_quant)_ 1
+     finish(b2_add_quant) c_u_energetic_head(b3b_conv_quant)_ 1
      finish(b2_add_quant) c_u_energetic_tail(b2_add_quant)_ 1
      finish(b2_add_quant) c_u_bottleneck(b2_add_quant_b3_concat_quant)_ 1
      finish(b2_conv1_quant) c_e_finish_time(b2_conv1_quant)_ 1
@@ -475,25 +309,20 @@ COLUMNS
      finish(b2_conv1_quant) c_u_order_uv_window(b2_conv1_quant_b2_skip_quant)_ 1
      finish(b2_conv2_quant) c_e_finish_time(b2_conv2_quant)_ 1
      finish(b2_conv2_quant) c_u_precedence(b2_conv2_quant_b2_add_quant)_ 1
-     finish(b2_conv2_quant) c_u_energetic_tail(b2_conv2_quant)_ 1
      finish(b2_conv2_quant) c_u_order_vu_window(b2_skip_quant_b2_conv2_quant)_ 1
      finish(b2_skip_quant) c_e_finish_time(b2_skip_quant)_ 1
      finish(b2_skip_quant) c_u_precedence(b2_skip_quant_b2_add_quant)_ 1
-     finish(b2_skip_quant) c_u_energetic_tail(b2_skip_quant)_ 1
      finish(b2_skip_quant) c_u_order_uv_window(b2_skip_quant_b2_conv2_quant)_ 1
      finish(b2_skip_quant) c_u_order_vu_window(b2_conv1_quant_b2_skip_quant)_ 1
      finish(b3_concat_quant) c_e_finish_time(b3_concat_quant)_ 1
      finish(b3_concat_quant) c_u_precedence(b3_concat_quant_gap_quant)_ 1
-     finish(b3_concat_quant) c_u_energetic_tail(b3_concat_quant)_ 1
      finish(b3_concat_quant) c_u_bottleneck(b3_concat_quant_gap_quant)_ 1
      finish(b3a_conv_quant) c_e_finish_time(b3a_conv_quant)_ 1
      finish(b3a_conv_quant) c_u_precedence(b3a_conv_quant_b3_concat_quant)_ 1
-     finish(b3a_conv_quant) c_u_energetic_tail(b3a_conv_quant)_ 1
      finish(b3a_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_conv_quant)_ 1
      finish(b3a_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_dwconv_quant)_ 1
      finish(b3b_conv_quant) c_e_finish_time(b3b_conv_quant)_ 1
      finish(b3b_conv_quant) c_u_precedence(b3b_conv_quant_b3_concat_quant)_ 1
-     finish(b3b_conv_quant) c_u_energetic_tail(b3b_conv_quant)_ 1
      finish(b3b_conv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_conv_quant)_ 1
      finish(b3b_dwconv_quant) c_e_finish_time(b3b_dwconv_quant)_ 1
      finish(b3b_dwconv_quant) c_u_precedence(b3b_dwconv_quant_b3b_conv_quant)_ 1
@@ -501,26 +330,21 @@ COLUMNS
      finish(b3b_dwconv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_dwconv_quant)_ 1
      finish(fc_quant) c_e_finish_time(fc_quant)_ 1
      finish(fc_quant) c_u_precedence(fc_quant_logits_DequantizeLinear)_ 1
-     finish(fc_quant) c_u_energetic_tail(fc_quant)_ 1
      finish(fc_quant) c_u_bottleneck(fc_quant_logits_DequantizeLinear)_ 1
      finish(flatten) c_e_finish_time(flatten)_ 1
      finish(flatten) c_u_precedence(flatten_fc_quant)_ 1
-     finish(flatten) c_u_energetic_tail(flatten)_ 1
      finish(flatten) c_u_bottleneck(flatten_fc_quant)_ 1
      finish(gap_quant) c_e_finish_time(gap_quant)_ 1
      finish(gap_quant) c_u_precedence(gap_quant_flatten)_ 1
-     finish(gap_quant) c_u_energetic_tail(gap_quant)_ 1
      finish(gap_quant) c_u_bottleneck(gap_quant_flatten)_ 1
      finish(input_QuantizeLinear) c_e_finish_time(input_QuantizeLinear)_ 1
      finish(input_QuantizeLinear) c_u_precedence(input_QuantizeLinear_stem_conv_quant)_ 1
-     finish(input_QuantizeLinear) c_u_energetic_tail(input_QuantizeLinear)_ 1
      finish(input_QuantizeLinear) c_u_bottleneck(input_QuantizeLinear_stem_conv_quant)_ 1
      finish(logits_DequantizeLinear) c_u_makespan_bound(logits_DequantizeLinear)_ 1
      finish(logits_DequantizeLinear) c_e_finish_time(logits_DequantizeLinear)_ 1
      finish(stem_conv_quant) c_e_finish_time(stem_conv_quant)_ 1
      finish(stem_conv_quant) c_u_precedence(stem_conv_quant_b1_add_quant)_ 1
      finish(stem_conv_quant) c_u_precedence(stem_conv_quant_b1_conv1_quant)_ 1
-     finish(stem_conv_quant) c_u_energetic_tail(stem_conv_quant)_ 1
      finish(stem_conv_quant) c_u_bottleneck(stem_conv_quant_b1_conv1_quant)_ 1
      transfer(b1_add_quant_b2_conv1_quant) c_u_precedence(b1_add_quant_b2_conv1_quant)_ 479.99999999999994
      transfer(b1_add_quant_b2_conv1_quant) c_u_transfer_lo(b1_add_quant_b2_conv1_quant)_ -1
@@ -590,22 +414,6 @@ COLUMNS
      makespan objective 1
      makespan c_u_makespan_bound(logits_DequantizeLinear)_ -1
      makespan c_u_host_serial_ -1
-     makespan c_u_energetic_tail(b1_add_quant)_ -1
-     makespan c_u_energetic_tail(b1_conv1_quant)_ -1
-     makespan c_u_energetic_tail(b1_conv2_quant)_ -1
-     makespan c_u_energetic_tail(b2_add_quant)_ -1
-     makespan c_u_energetic_tail(b2_conv1_quant)_ -1
-     makespan c_u_energetic_tail(b2_conv2_quant)_ -1
-     makespan c_u_energetic_tail(b2_skip_quant)_ -1
-     makespan c_u_energetic_tail(b3_concat_quant)_ -1
-     makespan c_u_energetic_tail(b3a_conv_quant)_ -1
-     makespan c_u_energetic_tail(b3b_conv_quant)_ -1
-     makespan c_u_energetic_tail(b3b_dwconv_quant)_ -1
-     makespan c_u_energetic_tail(fc_quant)_ -1
-     makespan c_u_energetic_tail(flatten)_ -1
-     makespan c_u_energetic_tail(gap_quant)_ -1
-     makespan c_u_energetic_tail(input_QuantizeLinear)_ -1
-     makespan c_u_energetic_tail(stem_conv_quant)_ -1
      makespan c_u_makespan_cap_ 1
 RHS
      RHS c_u_makespan_bound(logits_DequantizeLinear)_ 0
@@ -685,38 +493,14 @@ RHS
      RHS c_u_transfer_hi(stem_conv_quant_b1_conv1_quant)_ 0
      RHS c_u_budget_ 33
      RHS c_u_host_serial_ -9700
-     RHS c_u_energetic_head(b1_add_quant)_ -999.99999999999989
-     RHS c_u_energetic_head(b1_conv1_quant)_ -999.99999999999989
-     RHS c_u_energetic_head(b1_conv2_quant)_ -999.99999999999989
-     RHS c_u_energetic_head(b2_add_quant)_ -3549.9999999999995
-     RHS c_u_energetic_head(b2_conv1_quant)_ -3549.9999999999995
-     RHS c_u_energetic_head(b2_conv2_quant)_ -3549.9999999999995
-     RHS c_u_energetic_head(b2_skip_quant)_ -3549.9999999999995
-     RHS c_u_energetic_head(b3_concat_quant)_ -4950
-     RHS c_u_energetic_head(b3a_conv_quant)_ -4950
-     RHS c_u_energetic_head(b3b_conv_quant)_ -4950
-     RHS c_u_energetic_head(b3b_dwconv_quant)_ -4950
-     RHS c_u_energetic_head(fc_quant)_ -8900
-     RHS c_u_energetic_head(flatten)_ -8300
-     RHS c_u_energetic_head(gap_quant)_ -6650
-     RHS c_u_energetic_head(logits_DequantizeLinear)_ -8900
-     RHS c_u_energetic_head(stem_conv_quant)_ -999.99999999999989
-     RHS c_u_energetic_tail(b1_add_quant)_ -6150
-     RHS c_u_energetic_tail(b1_conv1_quant)_ -8700
-     RHS c_u_energetic_tail(b1_conv2_quant)_ -8700
-     RHS c_u_energetic_tail(b2_add_quant)_ -4750
-     RHS c_u_energetic_tail(b2_conv1_quant)_ -6150
-     RHS c_u_energetic_tail(b2_conv2_quant)_ -6150
-     RHS c_u_energetic_tail(b2_skip_quant)_ -6150
-     RHS c_u_energetic_tail(b3_concat_quant)_ -3050
-     RHS c_u_energetic_tail(b3a_conv_quant)_ -4750
-     RHS c_u_energetic_tail(b3b_conv_quant)_ -4750
-     RHS c_u_energetic_tail(b3b_dwconv_quant)_ -4750
-     RHS c_u_energetic_tail(fc_quant)_ -800
-     RHS c_u_energetic_tail(flatten)_ -800
-     RHS c_u_energetic_tail(gap_quant)_ -1400
-     RHS c_u_energetic_tail(input_QuantizeLinear)_ -8700
-     RHS c_u_energetic_tail(stem_conv_quant)_ -8700
+     RHS c_u_energetic_head(b2_add_quant)_ 0
+     RHS c_u_energetic_head(b2_conv2_quant)_ 0
+     RHS c_u_energetic_head(b3_concat_quant)_ 0
+     RHS c_u_energetic_head(b3b_conv_quant)_ 0
+     RHS c_u_energetic_tail(b1_add_quant)_ 0
+     RHS c_u_energetic_tail(b2_add_quant)_ 0
+     RHS c_u_energetic_tail(b2_conv1_quant)_ 0
+     RHS c_u_energetic_tail(b3b_dwconv_quant)_ 0
      RHS c_u_bottleneck(b1_add_quant_b2_add_quant)_ 0
      RHS c_u_bottleneck(b1_conv1_quant_b1_conv2_quant)_ 0
      RHS c_u_bottleneck(b1_conv2_quant_b1_add_quant)_ 0
