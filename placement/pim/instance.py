@@ -3,7 +3,9 @@
 A :class:`PimInstance` holds the nests of one program (``placement.nests``), the
 measured host time of each, the PIM machine's spec and core count, optional PIM times
 that override the analytical model (``placement.devices.pim``) and optional Table 1
-counters (used only by the rule). All times are in seconds.
+counters (used only by the rule). All times are in seconds. For basic-block
+granularity it also holds each nest's control structure (``blocks``, from which
+:mod:`placement.blocks` derives the nest's basic blocks).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+from placement.blocks import Loop, NestBlocks, basic_blocks
 from placement.devices.pim import check_cores, t_pim
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
@@ -28,7 +31,8 @@ class PimInstance:
     optional PIM times (e.g. simulated) overriding the analytical model of
     ``placement.devices.pim`` for the nests it names. ``counters``: optional
     Table 1 events per nest, used only by the threshold rule. ``n_cores``
-    defaults to ``spec.cores``.
+    defaults to ``spec.cores``. ``blocks``: optional, every nest's loops
+    (:class:`placement.blocks.Loop`), needed at basic-block granularity only.
     """
 
     nests: tuple[LoopNest, ...]
@@ -37,6 +41,7 @@ class PimInstance:
     n_cores: int | None = None  # None: spec.cores; always an int after construction
     t_pim: Mapping[str, float] | None = None
     counters: Mapping[str, Mapping[str, float] | None] | None = None
+    blocks: Mapping[str, Loop] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "nests", tuple(self.nests))
@@ -66,6 +71,13 @@ class PimInstance:
             unknown = [k for k in self.counters if k not in seen]
             if unknown:
                 raise PlacementError(f"counters given for unknown nest {unknown[0]!r}")
+        if self.blocks is not None:
+            unknown = [k for k in self.blocks if k not in seen]
+            if unknown:
+                raise PlacementError(f"basic blocks given for unknown nest {unknown[0]!r}")
+            missing = [n.id for n in self.nests if n.id not in self.blocks]
+            if missing:
+                raise PlacementError(f"nest {missing[0]!r} has no basic blocks")
 
     @cached_property
     def pim_times(self) -> dict[str, float]:
@@ -75,6 +87,17 @@ class PimInstance:
             n.id: float(given[n.id]) if n.id in given else t_pim(n, self.spec, self.n_cores)
             for n in self.nests
         }
+
+    @cached_property
+    def nest_blocks(self) -> dict[str, NestBlocks]:
+        """Every nest's basic blocks (:mod:`placement.blocks`); an error without ``blocks``."""
+        if self.blocks is None:
+            raise PlacementError(
+                "basic-block granularity needs the nests' basic blocks, which this instance"
+                " does not hold (they come from lowering the model: placement.pim.pipeline."
+                "nest_loops)"
+            )
+        return {n.id: basic_blocks(n.id, self.blocks[n.id]) for n in self.nests}
 
     def pim_time(self, nest_id: str) -> float:
         return self.pim_times[nest_id]

@@ -24,6 +24,11 @@ every run, :mod:`placement.profiling.cache_flush`), for the JIT and ONNX Runtime
 Counters are counted (or simulated) on the program that was timed: the optimized one
 for ``ort``/``compiled``, the lowered one for ``jit``.
 
+Basic blocks (``nest_loops``, ``profile_loops``): each nest's loops and body segments
+(:class:`placement.blocks.Loop`) read from the lowered program, for basic-block
+granularity. They are a property of the lowering, not of a measurement, so profiles do
+not store them: a saved profile is matched with a fresh lowering of its model.
+
 torch-mlir is imported only when a model is lowered or timed (about 0.3 s), so the
 CIM path and loading saved profiles never pay for it.
 """
@@ -40,6 +45,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from placement.blocks import Loop
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.io import file_sha256
@@ -378,12 +384,59 @@ def with_counters_file(profile: NestProfile, path: str | Path) -> NestProfile:
     return replace(profile, counters=table, counter_source=FILE, metadata=meta)
 
 
-def instance(profile: NestProfile, spec: PimSpec, cores: int | None = None) -> PimInstance:
-    """The instance of ``profile`` on the PIM machine ``spec`` (``cores``: else the spec's)."""
+def instance(
+    profile: NestProfile, spec: PimSpec, cores: int | None = None,
+    blocks: Mapping[str, Loop] | None = None,
+) -> PimInstance:  # fmt: skip
+    """The instance of ``profile`` on the PIM machine ``spec`` (``cores``: else the spec's;
+    ``blocks``: the nests' loops, :func:`profile_loops`, for basic-block granularity)."""
     return PimInstance(
         nests=tuple(profile.nests), t_cpu=profile.t_cpu, spec=spec, n_cores=cores,
-        counters=profile.counters,
+        counters=profile.counters, blocks=blocks,
     )  # fmt: skip
+
+
+def nest_loops(program: Any) -> dict[str, Loop]:
+    """Per nest of a lowered program (as lowered, not optimized), its loops and segments."""
+    from torch_mlir import ir
+
+    from placement.profiling.mlir.extract import DynamicBounds, control_trees
+    from placement.profiling.mlir.lower import find_func, new_context
+
+    with new_context():
+        module = ir.Module.parse(program.module_text)
+        try:
+            trees = control_trees(find_func(module, program.func_name))
+        except DynamicBounds:
+            raise PlacementError(
+                f"{program.source}: a loop nest has non-constant bounds; its basic blocks"
+                " cannot be counted"
+            ) from None
+    if len(trees) != len(program.nests):
+        raise PlacementError(
+            f"internal error: {len(trees)} loop nests in the lowered program, {len(program.nests)}"
+            " extracted"
+        )
+    return {n.id: tree for n, tree in zip(program.nests, trees, strict=True)}
+
+
+def profile_loops(path: str | Path, profile: NestProfile) -> dict[str, Loop]:
+    """:func:`nest_loops` of a fresh lowering of ``path``, checked against ``profile``'s nests.
+
+    A profile from another lowering (another torch-mlir version) whose nests differ is an
+    error: their blocks would not be the profile's."""
+    program = lower_model(path)
+    mine = [(n.id, n.linalg_op, n.n_iter, n.n_total, n.trip_count) for n in program.nests]
+    theirs = [(n.id, n.linalg_op, n.n_iter, n.n_total, n.trip_count) for n in profile.nests]
+    if mine != theirs:
+        where = next((a[0] for a, b in zip(mine, theirs, strict=False) if a != b), None)
+        detail = f"nest {where!r} differs" if where else f"{len(mine)} vs {len(theirs)} nests"
+        raise PlacementError(
+            f"{profile.source or 'the profile'}: its nests are not those of lowering {path}"
+            f" here ({detail}; torch-mlir {_package_version('torch-mlir')} here, the profile's"
+            f" {profile.metadata.get('torch_mlir_version')}); re-profile to use basic blocks"
+        )
+    return nest_loops(program)
 
 
 def _ort_summary(profile: Any) -> dict[str, Any]:

@@ -13,7 +13,14 @@ from placement.errors import PlacementError
 
 pytest.importorskip("torch_mlir")
 
-from placement.profiling.mlir.lower import lower_mlir, lower_onnx  # noqa: E402
+from placement.blocks import basic_blocks  # noqa: E402
+from placement.pim.pipeline import nest_loops  # noqa: E402
+from placement.profiling.mlir.lower import (  # noqa: E402
+    find_func,
+    lower_mlir,
+    lower_onnx,
+    new_context,
+)
 from placement.profiling.nest_timing import time_nests  # noqa: E402
 
 MiB = 1 << 20
@@ -118,6 +125,31 @@ def test_softmax_reductions_count_in_n_total_only(models):
         assert nest.body_ops and all(v > 0 for v in nest.body_ops.values())
         assert not any(k.startswith(("scf.", "affine.")) or k == "arith.constant"
                        for k in nest.body_ops)  # fmt: skip
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", ["softmax", "gemv", "layernorm"])
+def test_basic_blocks_are_those_convert_scf_to_cf_makes(models, name):
+    """Every nest's blocks, in layout order and op for op, against the real lowering to cf."""
+    from torch_mlir import ir
+    from torch_mlir.passmanager import PassManager
+
+    program = lower_onnx(models[name])
+    assert "affine." not in program.module_text  # lower-affine would expand ops
+    loops = nest_loops(program)
+    with new_context():
+        module = ir.Module.parse(program.module_text)
+        PassManager.parse("builtin.module(convert-scf-to-cf)").run(module.operation)
+        func_op = find_func(module, program.func_name)
+        cf = [len(list(block.operations)) for block in func_op.regions[0].blocks]
+    pos = 1  # the function's entry block, then per nest its blocks and the block after it
+    for nest in program.nests:
+        nb = basic_blocks(nest.id, loops[nest.id])
+        assert cf[pos : pos + len(nb.blocks)] == [b.ops for b in nb.blocks], nest.id
+        pos += len(nb.blocks) + 1
+        # one body (the innermost segment) running once per innermost iteration
+        assert len(nb.body) == 1 and nb.blocks[nb.body[0]].executions == nest.n_total
+    assert pos == len(cf)
 
 
 @pytest.mark.integration
