@@ -17,27 +17,35 @@ from placement.pim import pipeline
 from placement.pim.instance import PimInstance
 from placement.pim.rules import operator_rule_placement, rule_placement
 from placement.pim.solve import CoreResult, PimPlacement, solve, solve_for_cores
-from placement.pim.verify import PimVerification, evaluate_placement, verify_pim
+from placement.pim.verify import (
+    PimVerification,
+    evaluate_blocks,
+    evaluate_placement,
+    verify_pim,
+)
 
 __all__ = [
     "CoreResult", "PimInstance", "PimPlacement", "PimVerification", "build_model",
-    "evaluate", "instance", "lower", "operator_rule", "profile", "rule", "solve",
-    "solve_for_cores", "verify",
+    "evaluate", "evaluate_blocks", "instance", "loops", "lower", "operator_rule", "profile",
+    "rule", "solve", "solve_for_cores", "verify",
 ]  # fmt: skip
 
 
 def instance(
-    profile: Any, hardware: PimHardware | PimSpec, cores: int | None = None
-) -> PimInstance:
+    profile: Any, hardware: PimHardware | PimSpec, cores: int | None = None,
+    blocks: Any = None,
+) -> PimInstance:  # fmt: skip
     """The nests of ``profile`` (a nest profile) on ``hardware`` with ``cores`` PIM cores
-    (default: the hardware's)."""
+    (default: the hardware's); ``blocks`` (``loops(model, profile)``) for basic-block
+    granularity."""
     spec = hardware.pim if isinstance(hardware, PimHardware) else hardware
-    return pipeline.instance(profile, spec, cores)
+    return pipeline.instance(profile, spec, cores, blocks)
 
 
 build_model = build_pim_model
 profile = pipeline.profile_nests
 lower = pipeline.lower_model
+loops = pipeline.profile_loops
 rule = rule_placement
 operator_rule = operator_rule_placement
 evaluate = evaluate_placement
