@@ -38,7 +38,7 @@ from placement.solvers.base import SolveStatus
 DEFAULT_PIM_CORES = "32,64,128"  # the paper's sweep (Table 2)
 DEFAULT_COPY = "upper_bound"  # the paper's Eq. 8; "exact" is this project's refinement
 COPY_CHOICES = ("upper_bound", "exact")
-GRANULARITY_CHOICES = ("loop", "operator")
+GRANULARITY_CHOICES = ("loop", "operator", "basic-block")
 SOLVER_CHOICES = ("auto", "highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi")
 FORMULATION_CHOICES = ("auto", "faithful", "bounded", "tightened")
 PIM_SOLVERS = ("highs", "scip", "cbc", "gurobi")  # MIP backends; "auto" is HiGHS
@@ -47,7 +47,7 @@ PIM_SOLVERS = ("highs", "scip", "cbc", "gurobi")  # MIP backends; "auto" is HiGH
 CIM_ONLY = ("hardware", "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes",
             "crossbar_size")  # fmt: skip
 PIM_ONLY = ("pim_hardware", "pim_cores", "counters", "counters_source", "copy", "granularity",
-            "allow_estimates", "host_times", "cache")  # fmt: skip
+            "allow_estimates", "host_times", "cache", "compare_granularities")  # fmt: skip
 
 
 def register(sub: Any) -> None:
@@ -152,7 +152,15 @@ def pim_solve_options(group: argparse._ActionsContainer) -> None:
     group.add_argument(
         "--granularity",
         choices=GRANULARITY_CHOICES,
-        help="model decides per loop nest (default) or per ONNX operator",
+        help="model decides per loop nest (default), per ONNX operator, or per basic block"
+        " of each nest (lowers the model again to read its blocks)",
+    )
+    group.add_argument(
+        "--compare-granularities",
+        action="store_true",
+        default=None,
+        help="also solve the other two granularities and compare them as the paper's"
+        " Table 5 does (crossings, differences in %% of the loop-granularity time)",
     )
     group.add_argument(
         "--allow-estimates",
@@ -358,15 +366,28 @@ def solve_pim(args: argparse.Namespace) -> int:
     if args.counters:
         profile = with_counters_file(profile, args.counters)
     info(args, f"PIM hardware: {hw.describe()}")
+    compare = bool(args.compare_granularities)
+    blocks = None
+    if granularity == "basic-block" or compare:
+        from placement.pim.pipeline import profile_loops
+
+        blocks = profile_loops(args.model, profile)
+    problem = instance(profile, hw.pim, blocks=blocks)
+    if blocks is not None:
+        count = sum(len(b.blocks) for b in problem.nest_blocks.values())
+        info(args, f"basic blocks: {count} in {len(profile.nests)} nests, from lowering"
+                   f" {args.model} again")  # fmt: skip
     info(
         args,
         f"solving {len(cores)} core count(s) with {backend.label} ({copy} copy, {granularity}"
-        f" granularity, time limit {args.time_limit:g} s each) ...",
+        f" granularity{', and the other two to compare' if compare else ''}, time limit"
+        f" {args.time_limit:g} s each) ...",
     )
     results = solve_for_cores(
-        instance(profile, hw.pim), cores, copy, granularity, allow_estimates,
+        problem, cores, copy, granularity, allow_estimates,
         solver=backend.name, time_limit=args.time_limit, rel_gap=args.gap,
         threads=args.solver_threads, tee=[sys.stderr] if args.solver_log else False,
+        compare=compare,
     )  # fmt: skip
     for line in summary_lines(profile, hw, results, copy, granularity, allow_estimates):
         print(line)

@@ -4,7 +4,10 @@ Derived values that are estimated rather than measured carry ``"estimated": true
 next to the value in the document and a ``*`` in the table; values and rule decisions
 from simulated counters (a cache simulation, not hardware events) carry
 ``"simulated": true`` and a ``~``. The rule's reasons are printed once per distinct
-reason, with the nests (and core counts) it applies to.
+reason, with the nests (and core counts) it applies to. What is specific to basic-block
+granularity and the comparison of granularities (Table 5) is in
+:mod:`placement.pim.granularity`; documents of loop and operator solves without the
+comparison hold none of its keys.
 """
 
 from __future__ import annotations
@@ -16,6 +19,15 @@ from typing import Any
 
 from placement.hardware.pim import PimHardware
 from placement.nests import LoopNest
+from placement.pim.granularity import (
+    blocks_json,
+    comparison_json,
+    comparison_lines,
+    crossing_lines,
+    granularity_note,
+    model_place,
+    split_lines,
+)
 from placement.pim.rules import simulated_store_bound
 from placement.pim.solve import CoreResult
 from placement.profiling.counters import (
@@ -109,6 +121,7 @@ def pim_document(
     for r in results:
         model = r.placement.to_json()
         rs = r.rule_speedup
+        compared = comparison_json(r)
         per_core.append(
             {
                 "n_cores": r.cores,
@@ -122,7 +135,10 @@ def pim_document(
                 },
                 "model": model,
             }
+            | ({} if compared is None else {"granularities": compared})
         )
+    compare = any(r.by_granularity for r in results)
+    blocks = blocks_json(results[0].placement.instance) if results else None
     return {
         "format": RESULT_FORMAT,
         "version": RESULT_VERSION,
@@ -139,7 +155,8 @@ def pim_document(
             "granularity": granularity,
             "allow_estimates": allow_estimates,
             "cores": [r.cores for r in results],
-        },
+        }
+        | ({"compare_granularities": True} if compare else {}),
         "nest_profile": {
             "source": profile.source,
             "counter_source": profile.counter_source,
@@ -159,7 +176,7 @@ def pim_document(
         "baseline": baseline(profile),
         "nests": nests,
         "results": per_core,
-    }
+    } | ({} if blocks is None else {"basic_blocks": blocks})
 
 
 
@@ -282,6 +299,7 @@ def summary_lines(
     header += "".join(f"{'N=' + str(r.cores):>13}" for r in results)
     lines.append(header)
     lines.append(" " * (len(header) - 13 * len(results)) + f"{'(rule/model)':>13}")
+    splits = {r.cores: set(r.placement.split_nests) for r in results}
     for n in profile.nests:
         t = profile.t_cpu[n.id]
         bw = read_bandwidth(n, t, counters.get(n.id), spec.cache_line)
@@ -299,11 +317,7 @@ def summary_lines(
             d = r.rule[n.id]
             simulated_any |= d.simulated
             rule = d.place + _mark(d)
-            model = (
-                "-"
-                if r.placement.on_pim is None
-                else ("pim" if r.placement.on_pim[n.id] else "host")
-            )
+            model = model_place(r.placement, n.id, splits[r.cores])
             row += f"{rule + '/' + model:>13}"
         lines.append(row)
 
@@ -337,6 +351,9 @@ def summary_lines(
             f"{len(r.model_on_pim or []):>8}   |{rule_part}"
         )
 
+    for extra in (crossing_lines(results), split_lines(results), comparison_lines(results)):
+        if extra:
+            lines += ["", *extra]
     lines.append("")
     lines.append(_solver_line(results))
     lines.append(
@@ -344,6 +361,7 @@ def summary_lines(
         " PIM model (not measured); T_copy: "
         + ("Eq. 8 upper bound" if copy == "upper_bound" else "exact residency within segments")
         + f"; model granularity: {granularity}; the rule decides per nest"
+        + granularity_note(granularity)
     )
     if estimated_bw or any_rule_estimated:
         use = (
