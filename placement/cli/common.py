@@ -8,6 +8,7 @@ stdout, every user error a one-line :class:`~placement.errors.PlacementError`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import platform
 import sys
 import time
@@ -27,6 +28,20 @@ EPILOG = (
     "exit codes: 0 success (a time-limited solve prints its gap and a warning), 1 error,"
     " 2 usage error, 3 time limit reached without any placement"
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """How a subcommand appears in ``placement --help`` and its own ``--help``; the module
+    that declares it as ``COMMAND`` also has ``add_arguments(parser)`` and ``run(args)``."""
+
+    name: str
+    help: str
+    description: str | None = None
+    epilog: str | None = None
+    formatter_class: type[argparse.HelpFormatter] = argparse.HelpFormatter
+
+
 OPT_LEVELS = ("disable", "basic", "extended", "all")  # ONNX Runtime graph optimization
 CIM_OVERRIDE_FLAGS = (
     "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes", "crossbar_size",

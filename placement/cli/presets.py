@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+from placement.cli.common import Command
+
+#: How ``placement presets`` appears in the parser (:func:`placement.cli.build_parser`).
+COMMAND = Command("presets", help="list the hardware presets")
 
 
-def register(sub: Any) -> None:
-    """Add ``presets`` to the ``placement`` parser's subcommands."""
-    presets = sub.add_parser("presets", help="list the hardware presets")
-    presets.set_defaults(handler=run)
+def add_arguments(presets: argparse.ArgumentParser) -> None:
+    """``placement presets`` has no options."""
 
 
 def run(args: argparse.Namespace) -> int:

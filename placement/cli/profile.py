@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from placement.cli.common import (
+    Command,
     check_output_file,
     counters_warning,
     info,
@@ -21,16 +22,18 @@ from placement.cli.common import (
 )
 from placement.errors import PlacementError
 
+#: How ``placement profile`` appears in the parser (:func:`placement.cli.build_parser`).
+COMMAND = Command(
+    "profile",
+    help="measure per-operator host latencies with ONNX Runtime and save them",
+    description="Profile every operator of an ONNX model with ONNX Runtime on this machine "
+    "(after warm-up, per operator the median over rounds of each round's fastest run) and"
+    " save a profile reusable with 'solve --profile'.",
+)
 
-def register(sub: Any) -> None:
-    """Add ``profile`` to the ``placement`` parser's subcommands."""
-    profile = sub.add_parser(
-        "profile",
-        help="measure per-operator host latencies with ONNX Runtime and save them",
-        description="Profile every operator of an ONNX model with ONNX Runtime on this machine "
-        "(after warm-up, per operator the median over rounds of each round's fastest run) and"
-        " save a profile reusable with 'solve --profile'.",
-    )
+
+def add_arguments(profile: argparse.ArgumentParser) -> None:
+    """The options of ``placement profile``."""
     profile.add_argument(
         "model", help="ONNX file with static shapes (or .mlir at linalg level, --target pim)"
     )
@@ -46,7 +49,6 @@ def register(sub: Any) -> None:
     counters_source_option(profile)
     host_times_options(profile)
     profile.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    profile.set_defaults(handler=run)
 
 
 COUNTERS_SOURCES = ("auto", "perf", "simulated", "none")

@@ -15,6 +15,7 @@ from typing import Any
 from placement.cli.common import (
     EPILOG,
     EXIT_NO_SOLUTION,
+    Command,
     check_output_file,
     check_solver_flags,
     cim_hardware,
@@ -50,15 +51,18 @@ PIM_ONLY = ("pim_hardware", "pim_cores", "counters", "counters_source", "copy", 
             "allow_estimates", "host_times", "cache")  # fmt: skip
 
 
-def register(sub: Any) -> None:
-    """Add ``solve`` to the ``placement`` parser's subcommands."""
-    solve = sub.add_parser(
-        "solve",
-        help="profile (or load a profile), build the placement ILP, solve, verify, report",
-        description="Find the latency-optimal CPU/CIM placement of an ONNX model's operators "
-        "(CIM paper Eqs. 1-14), verify it independently and report the speed-up over CPU-only.",
-        epilog=EPILOG,
-    )
+#: How ``placement solve`` appears in the parser (:func:`placement.cli.build_parser`).
+COMMAND = Command(
+    "solve",
+    help="profile (or load a profile), build the placement ILP, solve, verify, report",
+    description="Find the latency-optimal CPU/CIM placement of an ONNX model's operators "
+    "(CIM paper Eqs. 1-14), verify it independently and report the speed-up over CPU-only.",
+    epilog=EPILOG,
+)
+
+
+def add_arguments(solve: argparse.ArgumentParser) -> None:
+    """The options of ``placement solve``."""
     solve.add_argument(
         "model", help="ONNX file with static shapes (or .mlir at linalg level, --target pim)"
     )
@@ -120,7 +124,6 @@ def register(sub: Any) -> None:
     )
     out.add_argument("--solver-log", action="store_true", help="stream HiGHS's log to stderr")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    solve.set_defaults(handler=run)
 
 
 def pim_solve_options(group: argparse._ActionsContainer) -> None:
