@@ -22,6 +22,20 @@ from typing import Any
 from placement.errors import PlacementError
 
 
+def check_output_file(path: str | Path, label: str | None = None) -> Path:
+    """``path`` as a Path if a file can be written there: not a directory, in an existing
+    directory. Otherwise a one-line PlacementError starting with ``label`` (default: the
+    path), so that commands fail before their real work."""
+    path = Path(path)
+    where = label or str(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise PlacementError(f"{where}: is a directory")
+    if not parent.is_dir():
+        raise PlacementError(f"{where}: directory {parent} does not exist")
+    return path
+
+
 def write_text_atomic(path: Path, text: str, what: str) -> None:
     """Temp file beside ``path``, fsync, rename: a failure leaves no partial file."""
     directory = path.parent if str(path.parent) else Path(".")

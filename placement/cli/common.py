@@ -14,10 +14,10 @@ import sys
 import time
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
+from placement.io import check_output_file as check_writable
 from placement.profiling.ort.robust import AUTO_TIME_BUDGET, AUTO_TOLERANCE, parse_runs
 
 EXIT_ERROR = 1  # bad input, solver failure, failed verification
@@ -156,12 +156,7 @@ def check_override_flags(args: argparse.Namespace) -> None:
 
 def check_output_file(path: str, flag: str) -> None:
     """Fail before hours of work if the output cannot be written where asked."""
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise PlacementError(f"{flag} {path}: is a directory")
-    if not parent.is_dir():
-        raise PlacementError(f"{flag} {path}: directory {parent} does not exist")
+    check_writable(path, f"{flag} {path}")
 
 
 # --------------------------------------------------------------------------- hardware

@@ -159,9 +159,7 @@ def cim_gantt(
     ax.set_yticks(ticks, labels)
     bottom = y_tr[-1] + 0.5 if n_tr else (y_cim[-1] + 0.6 if n_cim else 0.6)
     ax.set_ylim(bottom, -0.6)  # host on top
-    ax.set_xlim(0, makespan * scale * 1.02 or 1.0)
-    ax.set_xlabel(f"time ({unit})")
-    ax.grid(True, axis="x", alpha=0.3)
+    _time_axis(ax, makespan * scale * 1.02, unit)
     handles = [
         Patch(color=HOST_COLOR, label=f"host operator ({len(host_ops)})"),
         Patch(color=ACCEL_COLOR, label=f"CIM operator ({len(cim_ops)})"),
@@ -277,9 +275,7 @@ def pim_gantt(
     n_switch = sum(1 for k, *_ in segments if k == "switch")
     ax.set_yticks([0.0, 1.0], ["host CPU", f"PIM ({n_cores or spec.cores} cores)"])
     ax.set_ylim(1.6, -0.6)
-    ax.set_xlim(0, total * scale * 1.01 or 1.0)
-    ax.set_xlabel(f"time ({unit})")
-    ax.grid(True, axis="x", alpha=0.3)
+    _time_axis(ax, total * scale * 1.01, unit)
     handles = [
         Patch(color=HOST_COLOR, label=f"host nest ({len(loops) - len(on_pim)})"),
         Patch(color=ACCEL_COLOR, label=f"PIM nest ({len(on_pim)})"),
@@ -309,3 +305,10 @@ def _pim_spec(hardware: Any) -> PimSpec:
         return pim_spec_from_table(values, source)
     except PlacementError as exc:
         raise PlotDataError(f"PIM Gantt chart: bad hardware in the document ({exc})") from None
+
+
+def _time_axis(ax: Any, end: float, unit: str) -> None:
+    """The horizontal time axis of a Gantt chart, from 0 to ``end`` (in ``unit``)."""
+    ax.set_xlim(0, end or 1.0)
+    ax.set_xlabel(f"time ({unit})")
+    ax.grid(True, axis="x", alpha=0.3)

@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 from placement.errors import PlacementError
 from placement.graph import load_graph
 from placement.hardware.hostcheck import host_from_json, host_latency_source
-from placement.io import write_text_atomic
+from placement.io import check_output_file, write_text_atomic
 from placement.plots.cim import device_share, speedup_per_network, speedup_vs_crossbars
 from placement.plots.common import (
     PlotDataError,
@@ -504,12 +504,7 @@ def _output(sweep: Sweep, output: str | Path | None, fmt: str | None) -> tuple[P
         fmt = guessed
     elif guessed is not None and guessed != fmt:
         raise PlacementError(f"{out}: suffix says {guessed}, --format says {fmt}")
-    parent = out.parent if str(out.parent) else Path(".")
-    if out.is_dir():
-        raise PlacementError(f"{out}: is a directory")
-    if not parent.is_dir():
-        raise PlacementError(f"{out}: directory {parent} does not exist")
-    return out, fmt
+    return check_output_file(out), fmt
 
 
 def _manifest_lines(sweep: Sweep) -> list[tuple[str, str]]:
