@@ -8,10 +8,10 @@ import math
 import re
 
 import pytest
+from cli_helpers import assert_one_line_error, run
 from onnx import helper
 from onnx_builders import model, save, tensor
 
-from placement.cli import main
 from placement.profiling.counters import TABLE1_EVENTS
 
 pytest.importorskip("torch_mlir")
@@ -65,21 +65,6 @@ def env(tmp_path_factory):
         "slow": d / "slow.nests.json", "counters_available": profile.counters is not None,
         "other": other,
     }  # fmt: skip
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
-    assert code == 1
-    lines = [line for line in err.splitlines() if line.startswith("placement: error:")]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def core_rows(out: str) -> list[int]:

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import assert_one_line_error, run
 from onnx import helper
 from onnx_builders import model, save, tensor
 
-from placement.cli import main
 from placement.errors import PlacementError
 from placement.graph import load_graph
 from placement.hardware.cim import load_hardware
@@ -51,21 +51,6 @@ def sweep(profile: Path, out: Path, grid: Grid, **kwargs):
 
 def strip(rows):
     return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
-    assert code == 1, err
-    lines = [line for line in err.splitlines() if line.startswith("placement: error:")]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 # --------------------------------------------------------------------------- grid
