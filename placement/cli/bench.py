@@ -10,7 +10,6 @@ from pathlib import Path
 from placement.cli.common import Command
 from placement.errors import PlacementError
 
-#: How ``placement bench`` appears in the parser (:func:`placement.cli.build_parser`).
 COMMAND = Command(
     "bench",
     help="run networks x DSE grid x formulations x solvers; write runs.csv/json + Table I",
@@ -23,7 +22,6 @@ COMMAND = Command(
 
 
 def add_arguments(bench: argparse.ArgumentParser) -> None:
-    """The options of ``placement bench``."""
     from placement.bench.run import FORMULATION_NAMES, GRIDS, MODES
 
     bench.add_argument(

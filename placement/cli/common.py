@@ -189,17 +189,9 @@ def cim_hardware(
         hw = load_hardware(default_preset_for(profiled_machine))
         origin = f"default for a host profiled on {profiled_machine or platform.machine()}"
     check_override_flags(args)
-    size = args.crossbar_size
-    hw = with_overrides(
-        hw,
-        crossbars=args.crossbars,
-        t_mvm_ns=args.t_mvm_ns,
-        bus_gbps=args.bus_gbps,
-        internal_gbps=args.internal_gbps,
-        elem_bytes=args.elem_bytes,
-        crossbar_rows=size,
-        crossbar_cols=size,
-    )
+    overrides = {flag: getattr(args, flag) for flag in CIM_OVERRIDE_FLAGS}
+    size = overrides.pop("crossbar_size")  # square crossbars: rows = cols
+    hw = with_overrides(hw, **overrides, crossbar_rows=size, crossbar_cols=size)
     info(args, f"hardware ({origin}): {hw.describe()}")
     meta = dict(profile_meta or {})
     if profiled_machine:

@@ -19,7 +19,6 @@ from placement.errors import PlacementError
 FORMULATIONS = ("faithful", "bounded", "tightened", "auto")
 
 
-#: How ``placement export`` appears in the parser (:func:`placement.cli.build_parser`).
 COMMAND = Command(
     "export",
     help="write the placement ILP of a model as MPS or LP for another solver",
@@ -30,7 +29,6 @@ COMMAND = Command(
 
 
 def add_arguments(export: argparse.ArgumentParser) -> None:
-    """The options of ``placement export``."""
     export.add_argument("model", help="ONNX file with static shapes")
     export.add_argument("-o", "--output", required=True, metavar="FILE.mps|FILE.lp")
     export.add_argument("--target", choices=["cim"], default="cim",

@@ -10,7 +10,6 @@ NESTS_FORMAT = "placement-nests"
 NESTS_VERSION = 1
 
 
-#: How ``placement nests`` appears in the parser (:func:`placement.cli.build_parser`).
 COMMAND = Command(
     "nests",
     help="list the loop nests the MLIR lowering materializes (the PIM decision units)",
@@ -20,7 +19,6 @@ COMMAND = Command(
 
 
 def add_arguments(nests: argparse.ArgumentParser) -> None:
-    """The options of ``placement nests``."""
     nests.add_argument("model", help="ONNX file with static shapes, or .mlir at linalg level")
     nests.add_argument("--json", metavar="FILE", help="write the nests as JSON")
     nests.add_argument("-q", "--quiet", action="store_true", help="no progress output")

@@ -6,7 +6,6 @@ import argparse
 
 from placement.cli.common import Command
 
-#: How ``placement presets`` appears in the parser (:func:`placement.cli.build_parser`).
 COMMAND = Command("presets", help="list the hardware presets")
 
 

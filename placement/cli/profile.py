@@ -22,7 +22,6 @@ from placement.cli.common import (
 )
 from placement.errors import PlacementError
 
-#: How ``placement profile`` appears in the parser (:func:`placement.cli.build_parser`).
 COMMAND = Command(
     "profile",
     help="measure per-operator host latencies with ONNX Runtime and save them",
@@ -33,7 +32,6 @@ COMMAND = Command(
 
 
 def add_arguments(profile: argparse.ArgumentParser) -> None:
-    """The options of ``placement profile``."""
     profile.add_argument(
         "model", help="ONNX file with static shapes (or .mlir at linalg level, --target pim)"
     )

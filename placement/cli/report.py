@@ -12,7 +12,6 @@ import sys
 
 from placement.cli.common import Command
 
-#: How ``placement report`` appears in the parser (:func:`placement.cli.build_parser`).
 COMMAND = Command(
     "report",
     help="turn a finished sweep directory into an HTML or Markdown page with figures",
@@ -24,7 +23,6 @@ COMMAND = Command(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``placement report``."""
     p.add_argument("sweep_dir", metavar="SWEEP_DIR", help="directory written by a sweep")
     p.add_argument(
         "-o",

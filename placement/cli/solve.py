@@ -51,7 +51,6 @@ PIM_ONLY = ("pim_hardware", "pim_cores", "counters", "counters_source", "copy", 
             "allow_estimates", "host_times", "cache")  # fmt: skip
 
 
-#: How ``placement solve`` appears in the parser (:func:`placement.cli.build_parser`).
 COMMAND = Command(
     "solve",
     help="profile (or load a profile), build the placement ILP, solve, verify, report",
@@ -62,7 +61,6 @@ COMMAND = Command(
 
 
 def add_arguments(solve: argparse.ArgumentParser) -> None:
-    """The options of ``placement solve``."""
     solve.add_argument(
         "model", help="ONNX file with static shapes (or .mlir at linalg level, --target pim)"
     )

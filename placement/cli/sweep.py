@@ -43,7 +43,6 @@ installed (same version). exit codes: 0 done (failed points are reported as rows
 status 'error' and a warning), 1 error, 2 usage error, 130 interrupted (resumable)."""
 
 
-#: How ``placement sweep`` appears in the parser (:func:`placement.cli.build_parser`).
 COMMAND = Command(
     "sweep",
     help="solve a grid of hardware parameters (in parallel or on Dask); tidy CSV/JSON",
@@ -57,7 +56,6 @@ COMMAND = Command(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``placement sweep``."""
     p.add_argument("models", nargs="+", metavar="MODEL", help="ONNX file(s) with static shapes")
     p.add_argument(
         "--target", choices=["cim", "pim"], default="cim", help="accelerator kind (default: cim)"
