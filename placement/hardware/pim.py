@@ -40,7 +40,8 @@ Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
     single-core work slower on 128 cores than on 64 (layernorm's small nests, the
     paper's Section 5.2 observation), while streaming nests keep speeding up; the
     closed form is in :mod:`placement.devices.pim`. Until this version the default
-    was 10 ns, too weak to produce that crossover for any nest of the benchmark set.
+    was 10 ns, which moves the crossover to 82 us: too little for layernorm's nests at
+    the benchmark set's sizes (0.2-0.4 ms each at 64 x 1024) to slow down.
 
 * T_pim instruction cost table (:meth:`PimSpec.op_instructions`). A nest measured from
   the MLIR (``LoopNest.body_ops``) costs, per executed op:
