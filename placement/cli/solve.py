@@ -392,7 +392,7 @@ def solve_pim(args: argparse.Namespace) -> int:
         f" granularity, time limit {args.time_limit:g} s each) ...",
     )
     results = solve_for_cores(
-        instance(profile, hw.pim, pim_times=pim_times), cores, copy, granularity, allow_estimates,
+        instance(profile, hw.pim, cores[0], pim_times), cores, copy, granularity, allow_estimates,
         solver=backend.name, time_limit=args.time_limit, rel_gap=args.gap,
         threads=args.solver_threads, tee=[sys.stderr] if args.solver_log else False,
     )  # fmt: skip

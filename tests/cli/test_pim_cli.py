@@ -230,6 +230,11 @@ def test_pim_times_file_replaces_the_model_and_is_labelled(capsys, env, tmp_path
     for r in doc["results"]:
         assert r["model"]["decisions"][hopeless] == "host"  # 10 s on PIM vs 1 ms on the host
         assert r["model"]["verification"]["ok"] is True
+    # A file for one core count only, solved for that count (not the preset's 32 cores).
+    only = f"nest_id,cores,t_pim_s\n{free},64,2e-9\n"
+    _, _, _, doc = solve_slow_with_file(capsys, env, tmp_path, "--pim-times", only, "64")
+    assert doc["options"]["cores"] == [64]
+    assert {n["id"]: n["t_pim"] for n in doc["nests"]}[free] == {"64": 2e-9}
 
 
 @pytest.mark.integration
