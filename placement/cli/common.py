@@ -265,11 +265,18 @@ def lower(args: argparse.Namespace) -> Any:
     return program
 
 
-def measure_nests(args: argparse.Namespace) -> Any:
-    """Lower ``args.model`` and time its loop nests in the MLIR JIT (a NestProfile)."""
+def measure_nests(
+    args: argparse.Namespace, check_nests: Callable[[list[str]], None] | None = None
+) -> Any:
+    """Lower ``args.model`` and time its loop nests in the MLIR JIT (a NestProfile).
+
+    ``check_nests`` is called with the nest ids once the model is lowered, before anything
+    is timed (files keyed by nest id fail fast)."""
     from placement.pim.pipeline import profile_nests
 
     program = lower(args)
+    if check_nests is not None:
+        check_nests([n.id for n in program.nests])
     counters = {
         "timing": run_counter(args, "timing loop nests in the MLIR JIT"),
         "counters": run_counter(args, "counting Table 1 events"),

@@ -8,6 +8,7 @@ profile): the Table 1 events where the host exposes them, else simulated ones.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from placement.cli.common import (
@@ -145,13 +146,15 @@ def profile_pim(args: argparse.Namespace) -> int:
     return 0
 
 
-def measure_nests_with_counters(args: argparse.Namespace) -> Any:
+def measure_nests_with_counters(
+    args: argparse.Namespace, check_nests: Callable[[list[str]], None] | None = None
+) -> Any:
     """:func:`~placement.cli.common.measure_nests` with the counters of
     ``--counters-source`` (measure_nests itself takes no counter source)."""
     from placement.pim.pipeline import default_counter_source
 
     with default_counter_source(args.counters_source):
-        profile = measure_nests(args)
+        profile = measure_nests(args, check_nests)
     sim = profile.metadata.get("simulation")
     if profile.simulated and isinstance(sim, dict):
         info(

@@ -44,6 +44,7 @@ from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.io import file_sha256
 from placement.pim.instance import PimInstance
+from placement.pim.times import PimTimes
 from placement.profiling.counters import (
     AUTO,
     COUNTER_SOURCES,
@@ -378,11 +379,15 @@ def with_counters_file(profile: NestProfile, path: str | Path) -> NestProfile:
     return replace(profile, counters=table, counter_source=FILE, metadata=meta)
 
 
-def instance(profile: NestProfile, spec: PimSpec, cores: int | None = None) -> PimInstance:
-    """The instance of ``profile`` on the PIM machine ``spec`` (``cores``: else the spec's)."""
+def instance(
+    profile: NestProfile, spec: PimSpec, cores: int | None = None, pim_times: PimTimes | None = None
+) -> PimInstance:
+    """The instance of ``profile`` on the PIM machine ``spec`` (``cores``: else the spec's),
+    with ``pim_times`` (:mod:`placement.pim.times`) replacing the analytical T_pim of the
+    nests they name."""
     return PimInstance(
         nests=tuple(profile.nests), t_cpu=profile.t_cpu, spec=spec, n_cores=cores,
-        counters=profile.counters,
+        counters=profile.counters, measured=pim_times,
     )  # fmt: skip
 
 

@@ -194,8 +194,10 @@ def pim_gantt(
 
     ``document``: the JSON of ``solve --target pim --json`` (per-nest T_cpu, the hardware
     and each core count's decisions; ``cores`` picks one, default the first). PIM times are
-    the analytical model's; per-nest copy times are Eq. 8's, scaled to the placement's
-    T_copy under exact copy accounting. Rectangles' gids are the nest ids.
+    the document's per-nest ``t_pim`` at that core count (the analytical model's, or a
+    ``--pim-times`` file's), else recomputed with the analytical model (documents written
+    before the field); per-nest copy times are Eq. 8's, scaled to the placement's T_copy
+    under exact copy accounting. Rectangles' gids are the nest ids.
     """
     nests = document.get("nests")
     if not isinstance(nests, list) or not nests or not isinstance(nests[0], Mapping):
@@ -214,6 +216,12 @@ def pim_gantt(
         known = {f.name for f in dataclasses.fields(LoopNest)} | {"fetch_bytes", "flush_bytes"}
         loops = [LoopNest.from_json({k: v for k, v in n.items() if k in known}) for n in nests]
         t_cpu = {str(n["id"]): float(n["t_cpu"]) for n in nests}
+        key = str(n_cores or spec.cores)
+        t_pim_doc = {
+            str(n["id"]): float(n["t_pim"][key])
+            for n in nests
+            if isinstance(n.get("t_pim"), Mapping) and key in n["t_pim"]
+        }
     except (KeyError, TypeError, ValueError) as exc:
         raise PlotDataError(f"PIM Gantt chart: malformed nest data ({exc!r})") from None
     hybrid = placement.get("hybrid") if isinstance(placement.get("hybrid"), Mapping) else {}
@@ -240,7 +248,7 @@ def pim_gantt(
             c = copy_s.get(n.id, 0.0)
             segments.append(("copy", f"copy:{n.id}", t, t + c))
             t += c
-            d = t_pim(n, spec, n_cores)
+            d = t_pim_doc[n.id] if n.id in t_pim_doc else t_pim(n, spec, n_cores)
             segments.append(("pim", n.id, t, t + d))
         else:
             d = t_cpu[n.id]
