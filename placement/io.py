@@ -9,6 +9,7 @@ with a ``format`` name and ``version``, tied to one model file by ``model_path``
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import math
@@ -20,6 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
+
+
+def check_output_file(path: str | Path, label: str | None = None) -> Path:
+    """``path`` as a Path if a file can be written there: not a directory, in an existing
+    directory. Otherwise a one-line PlacementError starting with ``label`` (default: the
+    path), so that commands fail before their real work."""
+    path = Path(path)
+    where = label or str(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise PlacementError(f"{where}: is a directory")
+    if not parent.is_dir():
+        raise PlacementError(f"{where}: directory {parent} does not exist")
+    return path
 
 
 def write_text_atomic(path: Path, text: str, what: str) -> None:
@@ -188,3 +203,84 @@ def check_model_match(
         f"not on {path_for_message} (sha256 {sha256[:12]}); "
         f"re-run `placement profile {path_for_message}{profile_flags} -o {fresh}`"
     )
+
+
+# ------------------------------------------------------------ tables keyed by nest id
+# Files a user measured elsewhere (--counters, --pim-times): CSV with a header row, or
+# JSON; every problem one line naming the file and the line or nest.
+
+
+def read_table_file(path: Path, kind: str) -> tuple[str, bool]:
+    """The text of a CSV or JSON ``kind`` file, and whether it is JSON (a ``.json`` suffix,
+    or text starting with ``{``)."""
+    text = read_text_file(path, kind, f"a {kind} .csv or .json file")
+    return text, path.suffix.lower() == ".json" or text.lstrip().startswith("{")
+
+
+def csv_records(
+    text: str,
+    path: Path,
+    kind: str,
+    needed: Iterable[str],
+    normalize: Callable[[str], str] = lambda h: h.strip().lower(),
+) -> list[tuple[int, dict[str, str]]]:
+    """(line number, {column: raw text}) for every non-blank data row of a CSV whose
+    header (names passed through ``normalize``) has every ``needed`` column once; other
+    columns are ignored. Line numbers are those of the file."""
+    rows = [
+        (line_no, row)
+        for line_no, row in enumerate(csv.reader(text.splitlines()), start=1)
+        if any(cell.strip() for cell in row)
+    ]
+    if not rows:
+        raise PlacementError(f"{path}: empty {kind} file; expected a header row")
+    header = [normalize(h) for h in rows[0][1]]
+    needed = tuple(needed)
+    missing = [c for c in needed if c not in header]
+    if missing:
+        raise PlacementError(f"{path}: missing column(s) {', '.join(missing)}")
+    dupes = sorted({c for c in needed if header.count(c) > 1})
+    if dupes:
+        raise PlacementError(f"{path}: column(s) {', '.join(dupes)} appear more than once")
+    col = {c: header.index(c) for c in needed}
+    out = []
+    for line_no, row in rows[1:]:
+        if len(row) != len(header):
+            raise PlacementError(
+                f"{path}: line {line_no} has {len(row)} fields, the header has {len(header)}"
+            )
+        out.append((line_no, {c: row[i] for c, i in col.items()}))
+    return out
+
+
+def nonnegative_value(value: Any, where: str, what: str = "a count") -> float:
+    """``value`` (a number, or text holding one) as a finite float >= 0; else one line
+    starting with ``where`` (``what`` names the kind: "a count", "a time in seconds")."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            raise PlacementError(f"{where}: empty value")
+        try:
+            value = float(text)
+        except ValueError:
+            raise PlacementError(f"{where}: not a number: {text!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PlacementError(f"{where}: not a number: {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise PlacementError(f"{where}: must be {what} >= 0, got {value!r}")
+    return float(value)
+
+
+def check_known_nests(keys: Iterable[str], ids: list[str], path: Path) -> None:
+    """Refuse nest ids in a file that the model does not have (a typo or another model)."""
+    known = set(ids)
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (
+            f" (+{len(unknown) - 5} more)" if len(unknown) > 5 else ""
+        )
+        span = f"{ids[0]}..{ids[-1]}" if ids else "none"
+        raise PlacementError(
+            f"{path}: unknown nest id(s) {shown}; this model's nests are {span}"
+            " (see `placement nests MODEL`)"
+        )

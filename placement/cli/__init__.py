@@ -43,5 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"placement {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
-        command.register(sub)
+        spec = command.COMMAND
+        parser_of_command = sub.add_parser(
+            spec.name,
+            help=spec.help,
+            description=spec.description,
+            epilog=spec.epilog,
+            formatter_class=spec.formatter_class,
+        )
+        command.add_arguments(parser_of_command)
+        parser_of_command.set_defaults(handler=command.run)
     return parser

@@ -6,24 +6,24 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
+from placement.cli.common import Command
 from placement.errors import PlacementError
 
+COMMAND = Command(
+    "bench",
+    help="run networks x DSE grid x formulations x solvers; write runs.csv/json + Table I",
+    description="Benchmark the CIM placement ILP (paper Table I): for every network, hardware"
+    " preset and grid point, run every formulation with every solver, verify every"
+    " placement, write OUT/runs.csv, OUT/runs.json, OUT/summary.{txt,csv} and print the"
+    " Table-I-shaped summary. Host latencies are profiled once per network and cached in"
+    " OUT/profiles/.",
+)
 
-def register(sub: Any) -> None:
-    """Add ``bench`` to the ``placement`` parser's subcommands."""
+
+def add_arguments(bench: argparse.ArgumentParser) -> None:
     from placement.bench.run import FORMULATION_NAMES, GRIDS, MODES
 
-    bench = sub.add_parser(
-        "bench",
-        help="run networks x DSE grid x formulations x solvers; write runs.csv/json + Table I",
-        description="Benchmark the CIM placement ILP (paper Table I): for every network, hardware"
-        " preset and grid point, run every formulation with every solver, verify every"
-        " placement, write OUT/runs.csv, OUT/runs.json, OUT/summary.{txt,csv} and print the"
-        " Table-I-shaped summary. Host latencies are profiled once per network and cached in"
-        " OUT/profiles/.",
-    )
     bench.add_argument(
         "networks",
         nargs="+",
@@ -52,7 +52,6 @@ def register(sub: Any) -> None:
     bench.add_argument("-o", "--output", default="bench_out", metavar="DIR",
                        help="output directory (default bench_out)")
     bench.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    bench.set_defaults(handler=run)
 
 
 def _split(text: str) -> list[str]:

@@ -8,15 +8,16 @@ stdout, every user error a one-line :class:`~placement.errors.PlacementError`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import platform
 import sys
 import time
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
+from placement.io import check_output_file as check_writable
 from placement.profiling.ort.robust import AUTO_TIME_BUDGET, AUTO_TOLERANCE, parse_runs
 
 EXIT_ERROR = 1  # bad input, solver failure, failed verification
@@ -27,6 +28,20 @@ EPILOG = (
     "exit codes: 0 success (a time-limited solve prints its gap and a warning), 1 error,"
     " 2 usage error, 3 time limit reached without any placement"
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """How a subcommand appears in ``placement --help`` and its own ``--help``; the module
+    that declares it as ``COMMAND`` also has ``add_arguments(parser)`` and ``run(args)``."""
+
+    name: str
+    help: str
+    description: str | None = None
+    epilog: str | None = None
+    formatter_class: type[argparse.HelpFormatter] = argparse.HelpFormatter
+
+
 OPT_LEVELS = ("disable", "basic", "extended", "all")  # ONNX Runtime graph optimization
 CIM_OVERRIDE_FLAGS = (
     "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes", "crossbar_size",
@@ -141,12 +156,7 @@ def check_override_flags(args: argparse.Namespace) -> None:
 
 def check_output_file(path: str, flag: str) -> None:
     """Fail before hours of work if the output cannot be written where asked."""
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise PlacementError(f"{flag} {path}: is a directory")
-    if not parent.is_dir():
-        raise PlacementError(f"{flag} {path}: directory {parent} does not exist")
+    check_writable(path, f"{flag} {path}")
 
 
 # --------------------------------------------------------------------------- hardware
@@ -179,17 +189,9 @@ def cim_hardware(
         hw = load_hardware(default_preset_for(profiled_machine))
         origin = f"default for a host profiled on {profiled_machine or platform.machine()}"
     check_override_flags(args)
-    size = args.crossbar_size
-    hw = with_overrides(
-        hw,
-        crossbars=args.crossbars,
-        t_mvm_ns=args.t_mvm_ns,
-        bus_gbps=args.bus_gbps,
-        internal_gbps=args.internal_gbps,
-        elem_bytes=args.elem_bytes,
-        crossbar_rows=size,
-        crossbar_cols=size,
-    )
+    overrides = {flag: getattr(args, flag) for flag in CIM_OVERRIDE_FLAGS}
+    size = overrides.pop("crossbar_size")  # square crossbars: rows = cols
+    hw = with_overrides(hw, **overrides, crossbar_rows=size, crossbar_cols=size)
     info(args, f"hardware ({origin}): {hw.describe()}")
     meta = dict(profile_meta or {})
     if profiled_machine:
@@ -263,11 +265,18 @@ def lower(args: argparse.Namespace) -> Any:
     return program
 
 
-def measure_nests(args: argparse.Namespace) -> Any:
-    """Lower ``args.model`` and time its loop nests in the MLIR JIT (a NestProfile)."""
+def measure_nests(
+    args: argparse.Namespace, check_nests: Callable[[list[str]], None] | None = None
+) -> Any:
+    """Lower ``args.model`` and time its loop nests in the MLIR JIT (a NestProfile).
+
+    ``check_nests`` is called with the nest ids once the model is lowered, before anything
+    is timed (files keyed by nest id fail fast)."""
     from placement.pim.pipeline import profile_nests
 
     program = lower(args)
+    if check_nests is not None:
+        check_nests([n.id for n in program.nests])
     counters = {
         "timing": run_counter(args, "timing loop nests in the MLIR JIT"),
         "counters": run_counter(args, "counting Table 1 events"),

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from placement.cli.common import (
+    Command,
     check_override_flags,
     cim_hardware,
     cim_hardware_options,
@@ -19,15 +19,16 @@ from placement.errors import PlacementError
 FORMULATIONS = ("faithful", "bounded", "tightened", "auto")
 
 
-def register(sub: Any) -> None:
-    """Add ``export`` to the ``placement`` parser's subcommands."""
-    export = sub.add_parser(
-        "export",
-        help="write the placement ILP of a model as MPS or LP for another solver",
-        description="Build the CIM placement ILP of an ONNX model (as 'solve' would) and write"
-        " it as MPS or LP (by the suffix of -o) with symbolic names. Times in the file are in"
-        " the model's unit (printed, and written to OUT.json): objective x unit = seconds.",
-    )
+COMMAND = Command(
+    "export",
+    help="write the placement ILP of a model as MPS or LP for another solver",
+    description="Build the CIM placement ILP of an ONNX model (as 'solve' would) and write"
+    " it as MPS or LP (by the suffix of -o) with symbolic names. Times in the file are in"
+    " the model's unit (printed, and written to OUT.json): objective x unit = seconds.",
+)
+
+
+def add_arguments(export: argparse.ArgumentParser) -> None:
     export.add_argument("model", help="ONNX file with static shapes")
     export.add_argument("-o", "--output", required=True, metavar="FILE.mps|FILE.lp")
     export.add_argument("--target", choices=["cim"], default="cim",
@@ -41,7 +42,6 @@ def register(sub: Any) -> None:
 
     profiling_options(prof)
     export.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    export.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,26 +3,25 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from placement.cli.common import info, lower
+from placement.cli.common import Command, info, lower
 
 NESTS_FORMAT = "placement-nests"
 NESTS_VERSION = 1
 
 
-def register(sub: Any) -> None:
-    """Add ``nests`` to the ``placement`` parser's subcommands."""
-    nests = sub.add_parser(
-        "nests",
-        help="list the loop nests the MLIR lowering materializes (the PIM decision units)",
-        description="Lower an ONNX (or linalg-level .mlir) model with torch-mlir to bufferized"
-        " parallel loops and print one row per loop nest.",
-    )
+COMMAND = Command(
+    "nests",
+    help="list the loop nests the MLIR lowering materializes (the PIM decision units)",
+    description="Lower an ONNX (or linalg-level .mlir) model with torch-mlir to bufferized"
+    " parallel loops and print one row per loop nest.",
+)
+
+
+def add_arguments(nests: argparse.ArgumentParser) -> None:
     nests.add_argument("model", help="ONNX file with static shapes, or .mlir at linalg level")
     nests.add_argument("--json", metavar="FILE", help="write the nests as JSON")
     nests.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    nests.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,9 +8,11 @@ profile): the Table 1 events where the host exposes them, else simulated ones.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from placement.cli.common import (
+    Command,
     check_output_file,
     counters_warning,
     info,
@@ -21,16 +23,16 @@ from placement.cli.common import (
 )
 from placement.errors import PlacementError
 
+COMMAND = Command(
+    "profile",
+    help="measure per-operator host latencies with ONNX Runtime and save them",
+    description="Profile every operator of an ONNX model with ONNX Runtime on this machine "
+    "(after warm-up, per operator the median over rounds of each round's fastest run) and"
+    " save a profile reusable with 'solve --profile'.",
+)
 
-def register(sub: Any) -> None:
-    """Add ``profile`` to the ``placement`` parser's subcommands."""
-    profile = sub.add_parser(
-        "profile",
-        help="measure per-operator host latencies with ONNX Runtime and save them",
-        description="Profile every operator of an ONNX model with ONNX Runtime on this machine "
-        "(after warm-up, per operator the median over rounds of each round's fastest run) and"
-        " save a profile reusable with 'solve --profile'.",
-    )
+
+def add_arguments(profile: argparse.ArgumentParser) -> None:
     profile.add_argument(
         "model", help="ONNX file with static shapes (or .mlir at linalg level, --target pim)"
     )
@@ -46,7 +48,6 @@ def register(sub: Any) -> None:
     counters_source_option(profile)
     host_times_options(profile)
     profile.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    profile.set_defaults(handler=run)
 
 
 COUNTERS_SOURCES = ("auto", "perf", "simulated", "none")
@@ -145,13 +146,15 @@ def profile_pim(args: argparse.Namespace) -> int:
     return 0
 
 
-def measure_nests_with_counters(args: argparse.Namespace) -> Any:
+def measure_nests_with_counters(
+    args: argparse.Namespace, check_nests: Callable[[list[str]], None] | None = None
+) -> Any:
     """:func:`~placement.cli.common.measure_nests` with the counters of
     ``--counters-source`` (measure_nests itself takes no counter source)."""
     from placement.pim.pipeline import default_counter_source
 
     with default_counter_source(args.counters_source):
-        profile = measure_nests(args)
+        profile = measure_nests(args, check_nests)
     sim = profile.metadata.get("simulation")
     if profile.simulated and isinstance(sim, dict):
         info(

@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+
+from placement.cli.common import Command
+
+COMMAND = Command(
+    "report",
+    help="turn a finished sweep directory into an HTML or Markdown page with figures",
+    description="Render every figure a sweep's data allows (CIM Figs. 3-5, Torch-PIM Fig. 3"
+    " and Table 4, Gantt charts) into SWEEP_DIR/figures/ as PNG and SVG, and write a page"
+    " with the tables and the figures. Figures the data cannot support are listed with"
+    " the reason.",
+)
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``report`` command to the ``placement`` parser's subcommands."""
-    p = subparsers.add_parser(
-        "report",
-        help="turn a finished sweep directory into an HTML or Markdown page with figures",
-        description="Render every figure a sweep's data allows (CIM Figs. 3-5, Torch-PIM Fig. 3"
-        " and Table 4, Gantt charts) into SWEEP_DIR/figures/ as PNG and SVG, and write a page"
-        " with the tables and the figures. Figures the data cannot support are listed with"
-        " the reason.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sweep_dir", metavar="SWEEP_DIR", help="directory written by a sweep")
     p.add_argument(
         "-o",
@@ -31,10 +32,9 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--format", choices=["html", "md"], help="page format (default: by suffix)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    p.set_defaults(handler=cmd_report)
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from placement.cli.common import warn
     from placement.sweep.report import write_report
 

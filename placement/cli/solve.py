@@ -15,6 +15,7 @@ from typing import Any
 from placement.cli.common import (
     EPILOG,
     EXIT_NO_SOLUTION,
+    Command,
     check_output_file,
     check_solver_flags,
     cim_hardware,
@@ -46,19 +47,21 @@ PIM_SOLVERS = ("highs", "scip", "cbc", "gurobi")  # MIP backends; "auto" is HiGH
 # so that their use with the other target can be detected and refused).
 CIM_ONLY = ("hardware", "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes",
             "crossbar_size")  # fmt: skip
-PIM_ONLY = ("pim_hardware", "pim_cores", "counters", "counters_source", "copy", "granularity",
-            "allow_estimates", "host_times", "cache", "compare_granularities")  # fmt: skip
+PIM_ONLY = ("pim_hardware", "pim_cores", "pim_times", "counters", "counters_source", "copy",
+            "granularity", "allow_estimates", "host_times", "cache",
+            "compare_granularities")  # fmt: skip
 
 
-def register(sub: Any) -> None:
-    """Add ``solve`` to the ``placement`` parser's subcommands."""
-    solve = sub.add_parser(
-        "solve",
-        help="profile (or load a profile), build the placement ILP, solve, verify, report",
-        description="Find the latency-optimal CPU/CIM placement of an ONNX model's operators "
-        "(CIM paper Eqs. 1-14), verify it independently and report the speed-up over CPU-only.",
-        epilog=EPILOG,
-    )
+COMMAND = Command(
+    "solve",
+    help="profile (or load a profile), build the placement ILP, solve, verify, report",
+    description="Find the latency-optimal CPU/CIM placement of an ONNX model's operators "
+    "(CIM paper Eqs. 1-14), verify it independently and report the speed-up over CPU-only.",
+    epilog=EPILOG,
+)
+
+
+def add_arguments(solve: argparse.ArgumentParser) -> None:
     solve.add_argument(
         "model", help="ONNX file with static shapes (or .mlir at linalg level, --target pim)"
     )
@@ -120,7 +123,6 @@ def register(sub: Any) -> None:
     )
     out.add_argument("--solver-log", action="store_true", help="stream HiGHS's log to stderr")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    solve.set_defaults(handler=run)
 
 
 def pim_solve_options(group: argparse._ActionsContainer) -> None:
@@ -134,6 +136,14 @@ def pim_solve_options(group: argparse._ActionsContainer) -> None:
         "--pim-cores",
         metavar="N[,N...]",
         help=f"PIM core counts to evaluate, comma-separated (default {DEFAULT_PIM_CORES})",
+    )
+    group.add_argument(
+        "--pim-times",
+        metavar="FILE",
+        help="PIM times per nest and core count, measured or simulated elsewhere (CSV:"
+        " nest_id,cores,t_pim_s, seconds over all invocations; or JSON {nest: {cores:"
+        " seconds}}); they replace the analytical T_pim of the nests the file names (the"
+        " others keep it; rule C1's T_pim_min stays analytical)",
     )
     group.add_argument(
         "--counters",
@@ -308,6 +318,8 @@ def solve_pim(args: argparse.Namespace) -> int:
     from placement.pim.pipeline import instance, model_sha256, with_counters_file
     from placement.pim.report import pim_document, summary_lines
     from placement.pim.solve import solve_for_cores
+    from placement.pim.times import load_pim_times
+    from placement.profiling.counters import load_counters
     from placement.profiling.nest_profile import NestProfile
     from placement.solvers.registry import get_backend
 
@@ -328,6 +340,10 @@ def solve_pim(args: argparse.Namespace) -> int:
     granularity = args.granularity or "loop"
     allow_estimates = bool(args.allow_estimates)
     hw = load_pim_hardware(args.pim_hardware or DEFAULT_PIM_PRESET)
+    pim_times = None
+    if args.pim_times:
+        pim_times = load_pim_times(args.pim_times)
+        pim_times.check_cores(cores)
     if args.json:
         check_output_file(args.json, "--json")
     if args.counters and not Path(args.counters).is_file():
@@ -352,8 +368,15 @@ def solve_pim(args: argparse.Namespace) -> int:
                 )
         source = f"loaded from {args.profile}"
     else:
+
+        def check_files(ids: list[str]) -> None:  # before the nests are timed
+            if pim_times is not None:
+                pim_times.check_nests(ids)
+            if args.counters:
+                load_counters(args.counters, ids)
+
         with pim_host_times(args):
-            profile = measure_nests_with_counters(args)
+            profile = measure_nests_with_counters(args, check_files)
         for text in dict.fromkeys(profile.metadata.get("warnings") or []):
             warn(text)
         source = "measured now"
@@ -366,13 +389,20 @@ def solve_pim(args: argparse.Namespace) -> int:
     if args.counters:
         profile = with_counters_file(profile, args.counters)
     info(args, f"PIM hardware: {hw.describe()}")
+    if pim_times is not None:
+        pim_times.check_nests(profile.nest_ids)
+        info(
+            args,
+            f"T_pim: from {pim_times.label} for {len(pim_times.times)} of"
+            f" {len(profile.nests)} nests; the analytical model for the others",
+        )
     compare = bool(args.compare_granularities)
     blocks = None
     if granularity == "basic-block" or compare:
         from placement.pim.pipeline import profile_loops
 
         blocks = profile_loops(args.model, profile)
-    problem = instance(profile, hw.pim, blocks=blocks)
+    problem = instance(profile, hw.pim, cores[0], pim_times, blocks)
     if blocks is not None:
         count = sum(len(b.blocks) for b in problem.nest_blocks.values())
         info(args, f"basic blocks: {count} in {len(profile.nests)} nests, from lowering"

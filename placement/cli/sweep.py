@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from placement.cli.common import info, measure_host, measure_nests, profiling_options, warn
+from placement.cli.common import Command, info, measure_host, measure_nests, profiling_options, warn
 from placement.cli.solve import FORMULATION_CHOICES, SOLVER_CHOICES
 from placement.errors import PlacementError
 
@@ -43,18 +43,19 @@ installed (same version). exit codes: 0 done (failed points are reported as rows
 status 'error' and a warning), 1 error, 2 usage error, 130 interrupted (resumable)."""
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``sweep`` subcommand to ``placement``'s subparsers."""
-    p = subparsers.add_parser(
-        "sweep",
-        help="solve a grid of hardware parameters (in parallel or on Dask); tidy CSV/JSON",
-        description="Solve and verify the optimal placement at every point of a cartesian grid:\n"
-        "models x hardware x values of any spec field. Each model is profiled once; the\n"
-        "points run in local worker processes or on a Dask cluster, and an interrupted\n"
-        "sweep resumes where it stopped.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+COMMAND = Command(
+    "sweep",
+    help="solve a grid of hardware parameters (in parallel or on Dask); tidy CSV/JSON",
+    description="Solve and verify the optimal placement at every point of a cartesian grid:\n"
+    "models x hardware x values of any spec field. Each model is profiled once; the\n"
+    "points run in local worker processes or on a Dask cluster, and an interrupted\n"
+    "sweep resumes where it stopped.",
+    epilog=EPILOG,
+    formatter_class=argparse.RawDescriptionHelpFormatter,
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("models", nargs="+", metavar="MODEL", help="ONNX file(s) with static shapes")
     p.add_argument(
         "--target", choices=["cim", "pim"], default="cim", help="accelerator kind (default: cim)"
@@ -157,7 +158,6 @@ def register(subparsers: Any) -> None:
         " (default 10)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    p.set_defaults(handler=cmd_sweep)
 
 
 def _default_workers() -> int:
@@ -196,7 +196,7 @@ def grid_from_args(args: argparse.Namespace) -> Any:
     return Grid(target, tuple(hardware), tuple(params))
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from placement.sweep.plan import SolverOptions
     from placement.sweep.run import run_sweep
     from placement.sweep.store import SweepStore

@@ -1,30 +1,54 @@
 """Analytical PIM device model (Torch-PIM, Sections 4.4 and 5.1-5.2). All times in seconds.
 
 * :func:`t_pim_min` -- the lower bound in C1: ``N_total * I_min / (N_core * f_pim)``
-  (divided by the issue width, 1 for the paper's single-issue cores).
-* :func:`t_pim` -- our analytical estimate of a nest's PIM time (the paper
-  measures it in a simulator). Per invocation of the nest, on
-  ``c = min(N_core, N_iter)`` participating cores:
+  (divided by the issue width, 1 for the paper's single-issue cores). It stays
+  analytical even when measured or simulated PIM times replace :func:`t_pim`
+  (``--pim-times``, :mod:`placement.pim.times`): the rule decides from host-side
+  information only, as in the paper.
+* :func:`t_pim` -- this tool's analytical estimate of a nest's PIM time (the paper
+  measures it in the PIMProf/Sniper simulator, Section 5.1). Per invocation of the
+  nest, on ``c = min(N_core, N_iter)`` participating cores (every extent is a
+  compile-time constant, so the offload launches only cores that have work):
 
   - compute: the busiest core runs ``ceil(N_iter / c)`` parallel iterations of
     ``N_total / N_iter`` innermost iterations each, at ``I`` instructions per
     innermost iteration and ``issue_width`` per cycle. ``I`` comes from the loop
     body when the nest has ``body_ops`` (counted from the MLIR): the cost table
-    of :class:`PimSpec` (``op_instr``, ``div_instr``, ``transcendental_instr``)
+    of :class:`PimSpec` (integer, float add/multiply/divide, transcendental ops)
     summed over the executed ops, divided by ``N_total`` (:func:`instructions_per_iteration`);
     otherwise it is ``instr_per_iter`` (hand-built nests, old profiles). An
     ``instr_per_iter`` given to :func:`t_pim` overrides both;
   - memory: every operand byte (read and written; an in-place operand twice)
     over the participating cores' bank bandwidth ``c * B_bank``;
-  - synchronization: ``c * t_sync_per_core`` (barrier and result aggregation
-    grow with the core count, which is why small nests can get slower with more
-    cores, as layernorm does in the paper).
+  - synchronization and result aggregation: ``c * t_sync`` (:func:`t_sync`). The
+    paper attributes layernorm's slowdown from 64 to 128 cores to exactly this
+    (Section 5.2: "adding cores shrinks the per-core work but adds synchronization and
+    result-aggregation overhead; the fewer parallel iterations a region has, the
+    smaller the core count at which the overhead wins"). The form is a barrier and
+    gather that serialize one access per core: a centralized barrier counter that
+    every core increments in memory, or the host collecting each core's completion
+    flag and partial result (PIM cores share no cache; UPMEM's DPUs communicate only
+    through the host). A combining tree would cost ``log2(c)`` steps instead: going
+    from 64 to 128 cores adds one step, so the overhead would win only for nests under
+    ``128 * t_step`` of single-core work (12.8 us at a 100 ns step), far less than any
+    nest of the benchmark set's layernorm (about 360 us at its smallest size).
 
   In-order single-issue cores stall on memory, so the terms add. The total is
   multiplied by the nest's ``trip_count``. Because ``I >= I_min`` (enforced by
   :class:`PimSpec` for ``instr_per_iter``; a measured body whose counted ops
   average less than ``I_min`` per innermost iteration -- loop bookkeeping is
   not counted -- is charged ``I_min``), ``t_pim >= t_pim_min`` always.
+
+  Closed form of the crossover. Write ``W`` for a nest's single-core time per
+  invocation (compute + memory on one core; both shrink as ``1/c`` while ``c`` divides
+  ``N_iter``). Then ``T(c) = W / c + c * t_sync`` and, for ``N_iter >= 2c``,
+  ``T(2c) > T(c)`` exactly when ``W < 2 c^2 t_sync``; ``T`` is least near
+  ``c* = sqrt(W / t_sync)`` (:func:`sync_crossover_work`). With pim-icelake's 100 ns
+  per core a nest with less than 819 us of single-core work per invocation is slower on
+  128 cores than on 64 -- layernorm's elementwise nests on 64 rows of 1024 (about
+  360 us each) -- while streaming nests of 10^6 elements (several ms) keep speeding up.
+  ``tests/devices/test_devices_pim.py`` checks this on hand-built nests and on the
+  lowered layernorm and ew_add workloads.
 * :func:`t_copy` -- Eq. 8 over a set of nests: ``fetch / B_rd + flush / B_wb``,
   each nest charged its whole read and write sets per invocation (the paper's
   upper bound; the exact accounting lives in ``placement.models.pim``).
@@ -33,6 +57,9 @@
 Work over all invocations: ``N_total`` counts innermost iterations of one
 invocation, so C1 and ``t_pim`` use ``n_total * trip_count``, like ``T_cpu``,
 which accumulates over all invocations.
+
+Every constant the model uses is a field of :class:`~placement.hardware.pim.PimSpec`,
+documented with its source there and in the preset files.
 """
 
 from __future__ import annotations
@@ -145,9 +172,22 @@ def t_pim_breakdown(
     compute = per_core_iters * ipi / (spec.clock * spec.issue_width)
     touched = sum(op.nbytes * (int(op.read) + int(op.written)) for op in nest.operands)
     memory = touched / (used * spec.bank_bandwidth_per_core)
-    sync = used * spec.t_sync_per_core
+    sync = t_sync(spec, used)
     trips = nest.trip_count
     return PimTime(compute * trips, memory * trips, sync * trips, used)
+
+
+def t_sync(spec: PimSpec, cores_used: int) -> float:
+    """Synchronization and result aggregation of one invocation on ``cores_used`` cores:
+    one serialized ``t_sync_per_core`` per participating core (module docstring)."""
+    return cores_used * spec.t_sync_per_core
+
+
+def sync_crossover_work(spec: PimSpec, cores: int) -> float:
+    """The single-core work per invocation (seconds) below which a nest with at least
+    ``2 * cores`` parallel iterations is slower on ``2 * cores`` cores than on ``cores``:
+    ``W < 2 c^2 t_sync`` (the closed form of the module docstring)."""
+    return 2 * check_cores(cores) ** 2 * spec.t_sync_per_core
 
 
 def t_pim(

@@ -5,42 +5,75 @@ Mirrors :mod:`placement.hardware.cim`: files name their units in the keys
 hertz and bytes per second (1 GB/s = 1e9 B/s). A user file may start from a
 preset with ``base = "pim-icelake"`` and override only some keys.
 
+Every constant below carries its source: the paper (section or table), a cited
+system, or "assumption" with the reason. The preset files repeat the sources
+beside each key (``placement/hardware/presets/pim-*.toml``); the T_pim model the
+constants feed is documented in :mod:`placement.devices.pim`.
+
 Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
 
-* 32 in-order single-issue cores at 1 GHz, ``I_min = 1`` (Table 2, C1).
-* ``T_sw = 2 us`` (Eq. 9, from PIMProf). ``T_ctx`` of C1 is not given by the
-  paper; we take it equal to ``T_sw`` (one switch to the memory side).
-* ``B_cpu = 16.754 GB/s``, the paper's platform figure, so that
+* 32 in-order single-issue cores at 1 GHz, ``I_min = 1`` (Table 2; Section 4.4, C1).
+* ``T_sw = 2 us`` (Section 5.2, Eq. 9: "the 2 us adopted by PIMProf"). ``T_ctx`` of
+  C1 is not given by the paper; assumption: equal to ``T_sw`` (one switch to the
+  memory side).
+* ``B_cpu = 16.754 GB/s``, the paper's platform figure (Section 4.4), so that
   ``theta = 0.12 * B_cpu = 2.01 GB/s`` -- the 2.0 GB/s the paper adopts.
   (1.80 GB/s is only the lower end of its calibration interval.)
-* ``B_rd = B_wb = B_cpu``: "the bandwidth of the host memory system for both".
-* ``sigma = 0.4``, ``L = 64 B``.
-* T_pim model constants (ours): 8 GB/s of bank bandwidth per core (1 TB/s
-  aggregate at 128 cores, the scale the paper cites), 10 ns of synchronization
-  per participating core.
-* T_pim instruction cost table (ours, assumptions; :meth:`PimSpec.op_instructions`).
-  A nest measured from the MLIR (``LoopNest.body_ops``) costs, per executed op:
+* ``B_rd = B_wb = B_cpu``: "the bandwidth of the host memory system for both"
+  (Section 5.1).
+* ``sigma = 0.4`` (Section 4.4, TMA's most conservative store-bound value), ``L = 64 B``
+  (Section 4.4, Eq. 6).
+* T_pim model constants (assumptions; the paper measures T_pim in the PIMProf/Sniper
+  simulator and publishes no model):
 
-  - ``op_instr`` = 1: arith.*, memref.load/store and any other counted op, and
-    the cheap math.* ops (absf, fma, floor/ceil/round/trunc, copysign, ctlz ...);
-  - ``div_instr`` = 4: divisions and remainders (arith.divf/divsi/divui,
-    remf/remsi/remui, ceildiv*/floordiv*);
+  - ``bank_gbps_per_core`` = 8 GB/s of bank bandwidth per core: 1 TB/s aggregate at
+    128 cores, the "terabyte-per-second scale" Section 5.1 reports for real systems
+    (its reference [23] is garbled in the text; the PrIM study of UPMEM reports
+    ~0.63 GB/s per DPU x 2,556 DPUs ~ 1.6 TB/s, the same scale);
+  - ``t_sync_ns_per_core`` = 100 ns of synchronization and result aggregation per
+    participating core and invocation: one serialized, dependent DRAM-latency access
+    per core (a centralized barrier counter, or the host collecting each core's
+    completion flag and partial result; PIM cores share no cache, and UPMEM's DPUs
+    cannot communicate except through the host). 100 ns is the order of one DRAM
+    round trip on a server CPU (assumption, not measured). With the paper's Table 2
+    core counts it makes nests with less than ``2 * 64**2 * 100 ns = 819 us`` of
+    single-core work slower on 128 cores than on 64 (layernorm's small nests, the
+    paper's Section 5.2 observation), while streaming nests keep speeding up; the
+    closed form is in :mod:`placement.devices.pim`. Until this version the default
+    was 10 ns, which moves the crossover to 82 us: too little for layernorm's nests at
+    the benchmark set's sizes (0.2-0.4 ms each at 64 x 1024) to slow down.
+
+* T_pim instruction cost table (:meth:`PimSpec.op_instructions`). A nest measured from
+  the MLIR (``LoopNest.body_ops``) costs, per executed op:
+
+  - ``op_instr`` = 1: integer arith.*, memref.load/store, arith.select, arith.negf,
+    any other counted op, and the bit-level math.* ops (absf, copysign, ctlz, isnan ...);
+  - ``fadd_instr`` = 1: float add/subtract/compare/min/max (arith.addf, subf, cmpf,
+    maximumf, minimumf, maxnumf, minnumf), int<->float and float width conversions
+    (sitofp, uitofp, fptosi, fptoui, extf, truncf) and float rounding (math.floor,
+    ceil, round, roundeven, trunc);
+  - ``fmul_instr`` = 1: arith.mulf; ``math.fma`` costs ``fmul + fadd - op``
+    (a multiply and an add sharing one issue slot: 1 with an FPU);
+  - ``div_instr`` = 4: integer divisions and remainders (arith.divsi/divui, remsi,
+    remui, ceildiv*, floordiv*); ``fdiv_instr`` = 4: arith.divf, remf;
   - ``transcendental_instr`` = 20: every other math.* op (exp, tanh, erf, log,
     sqrt, rsqrt, powf, sin ...).
 
-  The core is single-issue and in-order, and assumed to have a pipelined FPU,
-  so a plain arith/memref op is one instruction (loads and stores: their
-  latency is the memory term of T_pim). Division is iterative on small cores:
-  4 is an assumption. A transcendental is a libm-style software routine:
-  range reduction plus a polynomial, about 20 instructions for ``expf``
-  (MLIR's own ``math-expand-ops`` turns ``tanh`` into one ``exp`` plus ten
-  arith ops including a division, so tanh/erf cost at least this much). 20 is
-  an assumption, not a measured or published figure, and optimistic for PIM:
-  cores without an FPU (UPMEM's) emulate float ops in software, at tens to
-  hundreds of instructions each. Nests without ``body_ops`` (hand-built,
-  profiles written before the field) are charged ``instr_per_iter`` = 4
-  instructions per innermost iteration (load, op, store, loop) instead.
-  Loop and index bookkeeping is not in ``body_ops`` and not charged.
+  ``fadd_instr``/``fmul_instr`` default to ``op_instr`` and ``fdiv_instr`` to
+  ``div_instr`` when a file leaves them out (a core with an FPU: files written before
+  these keys keep their costs). The pim-icelake core is single-issue, in-order, and
+  assumed to have a pipelined FPU, so a plain op is one instruction (loads and stores:
+  their latency is the memory term of T_pim). Division is iterative on small cores:
+  4 is an assumption. A transcendental is a libm-style software routine: range
+  reduction plus a polynomial, about 20 instructions for ``expf`` (MLIR's own
+  ``math-expand-ops`` turns ``tanh`` into one ``exp`` plus ten arith ops including a
+  division, so tanh/erf cost at least this much). 20 is an assumption, not a measured
+  or published figure. Cores without an FPU emulate float ops in software at tens to
+  hundreds of instructions each: the ``pim-upmem`` preset prices them from the PrIM
+  study's measured throughputs. Nests without ``body_ops`` (hand-built, profiles
+  written before the field) are charged ``instr_per_iter`` = 4 instructions per
+  innermost iteration (load, op, store, loop; assumption) instead. Loop and index
+  bookkeeping is not in ``body_ops`` and not charged.
 """
 
 from __future__ import annotations
@@ -80,24 +113,42 @@ PIM_KEYS: dict[str, tuple[str, float, bool]] = {
     "bank_gbps_per_core": ("bank_bandwidth_per_core", 1e9, False),
     "t_sync_ns_per_core": ("t_sync_per_core", 1e-9, False),
     "op_instr": ("op_instr", 1.0, False),
+    "fadd_instr": ("fadd_instr", 1.0, False),
+    "fmul_instr": ("fmul_instr", 1.0, False),
     "div_instr": ("div_instr", 1.0, False),
+    "fdiv_instr": ("fdiv_instr", 1.0, False),
     "transcendental_instr": ("transcendental_instr", 1.0, False),
 }
-# Keys added after files existed: a file may leave them out (PimSpec defaults apply).
-_OPTIONAL_KEYS = frozenset({"op_instr", "div_instr", "transcendental_instr"})
+# Keys added after files existed: a file may leave them out (PimSpec defaults apply;
+# the float costs then follow op_instr / div_instr, see the module docstring).
+_OPTIONAL_KEYS = frozenset(
+    {"op_instr", "fadd_instr", "fmul_instr", "div_instr", "fdiv_instr", "transcendental_instr"}
+)
+# Cost-table fields that, left unset (None), cost what another field costs.
+_FOLLOWS = {"fadd_instr": "op_instr", "fmul_instr": "op_instr", "fdiv_instr": "div_instr"}
 
 # Op kinds of the instruction cost table (module docstring).
 DIV_OPS = frozenset(
     {
-        "arith.divf", "arith.divsi", "arith.divui", "arith.remf", "arith.remsi", "arith.remui",
-        "arith.ceildivsi", "arith.ceildivui", "arith.floordivsi",
+        "arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi",
+        "arith.ceildivui", "arith.floordivsi",
     }
 )  # fmt: skip
-# math.* ops that are one (or a few) plain instructions, not software routines.
+FDIV_OPS = frozenset({"arith.divf", "arith.remf"})
+FMUL_OPS = frozenset({"arith.mulf"})
+FADD_OPS = frozenset(
+    {
+        "arith.addf", "arith.subf", "arith.cmpf", "arith.maximumf", "arith.minimumf",
+        "arith.maxnumf", "arith.minnumf", "arith.sitofp", "arith.uitofp", "arith.fptosi",
+        "arith.fptoui", "arith.extf", "arith.truncf", "math.floor", "math.ceil", "math.round",
+        "math.roundeven", "math.trunc",
+    }
+)  # fmt: skip
+FMA_OP = "math.fma"
+# math.* ops that are bit manipulations (one or a few integer instructions, FPU or not).
 CHEAP_MATH_OPS = frozenset(
     {
-        "math.absf", "math.absi", "math.copysign", "math.fma", "math.floor", "math.ceil",
-        "math.round", "math.roundeven", "math.trunc", "math.ctlz", "math.cttz", "math.ctpop",
+        "math.absf", "math.absi", "math.copysign", "math.ctlz", "math.cttz", "math.ctpop",
         "math.isnan", "math.isinf", "math.isfinite", "math.isnormal",
     }
 )  # fmt: skip
@@ -122,9 +173,12 @@ class PimSpec:
     writeback_bandwidth: float = 16.754e9  # B_wb (Eq. 8), B/s
     instr_per_iter: float = 4.0  # T_pim: instructions per innermost iteration
     bank_bandwidth_per_core: float = 8e9  # T_pim: PIM-side bank bandwidth per core, B/s
-    t_sync_per_core: float = 10e-9  # T_pim: sync/aggregation per participating core, s
-    op_instr: float = 1.0  # T_pim cost table: instructions per arith/memref/other op
-    div_instr: float = 4.0  # T_pim cost table: instructions per division / remainder
+    t_sync_per_core: float = 100e-9  # T_pim: sync/aggregation per participating core, s
+    op_instr: float = 1.0  # T_pim cost table: instructions per integer/memref/other op
+    fadd_instr: float | None = None  # per float add/sub/cmp/convert; None: op_instr
+    fmul_instr: float | None = None  # per float multiply; None: op_instr
+    div_instr: float = 4.0  # T_pim cost table: instructions per integer division / remainder
+    fdiv_instr: float | None = None  # per float division / remainder; None: div_instr
     transcendental_instr: float = 20.0  # T_pim cost table: per math.exp/tanh/erf/log/sqrt/...
 
     def __post_init__(self) -> None:
@@ -132,6 +186,8 @@ class PimSpec:
             key = _FIELD_KEY[field.name]
             _, scale, integral = PIM_KEYS[key]
             value = getattr(self, field.name)
+            if value is None and field.name in _FOLLOWS:
+                continue
             shown = value / scale if scale != 1.0 and isinstance(value, (int, float)) else value
             check_file_value(value, f"pim.{key}", integral, "PimSpec", shown)
         _check_relations(self, "PimSpec")
@@ -141,10 +197,23 @@ class PimSpec:
         """C3 threshold on the read bandwidth, B/s."""
         return self.theta_ratio * self.host_dram_bandwidth
 
+    def cost(self, field: str) -> float:
+        """The cost-table entry ``field`` (``fadd_instr`` ...), its fallback when unset."""
+        value = getattr(self, field)
+        return getattr(self, _FOLLOWS[field]) if value is None else value
+
     def op_instructions(self, op_name: str) -> float:
         """Instructions one execution of ``op_name`` costs on a PIM core (the cost table)."""
+        if op_name in FADD_OPS:
+            return self.cost("fadd_instr")
+        if op_name in FMUL_OPS:
+            return self.cost("fmul_instr")
+        if op_name == FMA_OP:  # a multiply and an add in one issue slot
+            return self.cost("fmul_instr") + self.cost("fadd_instr") - self.op_instr
         if op_name in DIV_OPS:
             return self.div_instr
+        if op_name in FDIV_OPS:
+            return self.cost("fdiv_instr")
         if op_name.startswith("math.") and op_name not in CHEAP_MATH_OPS:
             return self.transcendental_instr
         return self.op_instr
@@ -158,9 +227,11 @@ class PimSpec:
         return dataclasses.replace(self, cores=cores)
 
     def to_file_units(self) -> dict[str, float | int]:
+        """The spec as a file gives it; an unset float cost (None) is left out."""
         return {
             key: (getattr(self, field) if integral else getattr(self, field) / scale)
             for key, (field, scale, integral) in PIM_KEYS.items()
+            if getattr(self, field) is not None
         }
 
 
@@ -179,7 +250,9 @@ class PimHardware:
             f" T_ctx {p.t_ctx * 1e6:g} us, T_sw {p.t_sw * 1e6:g} us,"
             f" B_cpu {p.host_dram_bandwidth / 1e9:g} GB/s (theta {p.theta / 1e9:.3g} GB/s),"
             f" sigma {p.sigma:g}, B_rd {p.read_bandwidth / 1e9:g} GB/s,"
-            f" B_wb {p.writeback_bandwidth / 1e9:g} GB/s"
+            f" B_wb {p.writeback_bandwidth / 1e9:g} GB/s; T_pim model: bank"
+            f" {p.bank_bandwidth_per_core / 1e9:g} GB/s/core, sync"
+            f" {p.t_sync_per_core * 1e9:g} ns/core"
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -2,10 +2,11 @@
 
 A :class:`PimInstance` holds the nests of one program (``placement.nests``), the
 measured host time of each, the PIM machine's spec and core count, optional PIM times
-that override the analytical model (``placement.devices.pim``) and optional Table 1
-counters (used only by the rule). All times are in seconds. For basic-block
-granularity it also holds each nest's control structure (``blocks``, from which
-:mod:`placement.blocks` derives the nest's basic blocks).
+that override the analytical model (``placement.devices.pim``): per core count from a
+file (``measured``, :mod:`placement.pim.times`) or for this core count in code
+(``t_pim``), and optional Table 1 counters (used only by the rule). All times are in
+seconds. For basic-block granularity it also holds each nest's control structure
+(``blocks``, from which :mod:`placement.blocks` derives the nest's basic blocks).
 """
 
 from __future__ import annotations
@@ -21,18 +22,21 @@ from placement.devices.pim import check_cores, t_pim
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.nests import LoopNest
+from placement.pim.times import FILE_SOURCE, MODEL_SOURCE, PimTimes
 
 
 @dataclass(frozen=True)
 class PimInstance:
     """Plain data for the loop-nest placement model. All times in seconds.
 
-    ``t_cpu``: measured host time of every nest (all invocations). ``t_pim``:
-    optional PIM times (e.g. simulated) overriding the analytical model of
-    ``placement.devices.pim`` for the nests it names. ``counters``: optional
-    Table 1 events per nest, used only by the threshold rule. ``n_cores``
-    defaults to ``spec.cores``. ``blocks``: optional, every nest's loops
-    (:class:`placement.blocks.Loop`), needed at basic-block granularity only.
+    ``t_cpu``: measured host time of every nest (all invocations). ``measured``:
+    PIM times per nest and core count from a file (measured or simulated), overriding
+    the analytical model of ``placement.devices.pim`` for the nests it names; it must
+    hold this instance's core count for each of them. ``t_pim``: PIM times at this
+    core count given in code, overriding both. ``counters``: optional Table 1 events
+    per nest, used only by the threshold rule. ``n_cores`` defaults to ``spec.cores``.
+    ``blocks``: optional, every nest's loops (:class:`placement.blocks.Loop`), needed at
+    basic-block granularity only.
     """
 
     nests: tuple[LoopNest, ...]
@@ -41,6 +45,7 @@ class PimInstance:
     n_cores: int | None = None  # None: spec.cores; always an int after construction
     t_pim: Mapping[str, float] | None = None
     counters: Mapping[str, Mapping[str, float] | None] | None = None
+    measured: PimTimes | None = None
     blocks: Mapping[str, Loop] | None = None
 
     def __post_init__(self) -> None:
@@ -67,6 +72,9 @@ class PimInstance:
         check_times(self.t_cpu, seen, "T_cpu", required=True)
         if self.t_pim is not None:
             check_times(self.t_pim, seen, "T_pim", required=False)
+        if self.measured is not None:
+            self.measured.check_nests(n.id for n in self.nests)
+            self.measured.check_cores([self.n_cores])
         if self.counters is not None:
             unknown = [k for k in self.counters if k not in seen]
             if unknown:
@@ -81,10 +89,21 @@ class PimInstance:
 
     @cached_property
     def pim_times(self) -> dict[str, float]:
-        """T_pim(N) per nest: the override if given, else the analytical model."""
-        given = self.t_pim or {}
+        """T_pim(N) per nest: ``t_pim`` if given, else the file's, else the analytical model."""
+        given = {**(self.measured.at(self.n_cores) if self.measured else {}), **(self.t_pim or {})}
         return {
             n.id: float(given[n.id]) if n.id in given else t_pim(n, self.spec, self.n_cores)
+            for n in self.nests
+        }
+
+    @property
+    def pim_time_sources(self) -> dict[str, str]:
+        """Nest id -> where its T_pim comes from: ``given`` (``t_pim``), ``file``
+        (``measured``) or ``analytical model``."""
+        from_file = set(self.measured.times) if self.measured else set()
+        given = set(self.t_pim or ())
+        return {
+            n.id: "given" if n.id in given else FILE_SOURCE if n.id in from_file else MODEL_SOURCE
             for n in self.nests
         }
 

@@ -50,6 +50,7 @@ from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.io import file_sha256
 from placement.pim.instance import PimInstance
+from placement.pim.times import PimTimes
 from placement.profiling.counters import (
     AUTO,
     COUNTER_SOURCES,
@@ -386,13 +387,15 @@ def with_counters_file(profile: NestProfile, path: str | Path) -> NestProfile:
 
 def instance(
     profile: NestProfile, spec: PimSpec, cores: int | None = None,
-    blocks: Mapping[str, Loop] | None = None,
+    pim_times: PimTimes | None = None, blocks: Mapping[str, Loop] | None = None,
 ) -> PimInstance:  # fmt: skip
-    """The instance of ``profile`` on the PIM machine ``spec`` (``cores``: else the spec's;
-    ``blocks``: the nests' loops, :func:`profile_loops`, for basic-block granularity)."""
+    """The instance of ``profile`` on the PIM machine ``spec`` (``cores``: else the spec's),
+    with ``pim_times`` (:mod:`placement.pim.times`) replacing the analytical T_pim of the
+    nests they name; ``blocks``: the nests' loops (:func:`profile_loops`), for basic-block
+    granularity."""
     return PimInstance(
         nests=tuple(profile.nests), t_cpu=profile.t_cpu, spec=spec, n_cores=cores,
-        counters=profile.counters, blocks=blocks,
+        counters=profile.counters, measured=pim_times, blocks=blocks,
     )  # fmt: skip
 
 

@@ -3,11 +3,13 @@
 Derived values that are estimated rather than measured carry ``"estimated": true``
 next to the value in the document and a ``*`` in the table; values and rule decisions
 from simulated counters (a cache simulation, not hardware events) carry
-``"simulated": true`` and a ``~``. The rule's reasons are printed once per distinct
-reason, with the nests (and core counts) it applies to. What is specific to basic-block
-granularity and the comparison of granularities (Table 5) is in
-:mod:`placement.pim.granularity`; documents of loop and operator solves without the
-comparison hold none of its keys.
+``"simulated": true`` and a ``~``. Nests whose T_pim comes from a ``--pim-times`` file
+(measured or simulated outside this tool) carry ``#`` after their id and
+``"t_pim_source": "file"`` (the others: ``"analytical model"``). The rule's reasons are
+printed once per distinct reason, with the nests (and core counts) it applies to.
+What is specific to basic-block granularity and the comparison of granularities
+(Table 5) is in :mod:`placement.pim.granularity`; documents of loop and operator solves
+without the comparison hold none of its keys.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from placement.pim.granularity import (
 )
 from placement.pim.rules import simulated_store_bound
 from placement.pim.solve import CoreResult
+from placement.pim.times import MODEL_SOURCE
 from placement.profiling.counters import (
     BACKEND_EVENTS,
     EV_BOUND_ON_STORES,
@@ -108,11 +111,14 @@ def pim_document(
     """The complete JSON document of a PIM solve (see the module docstring)."""
     spec = hw.pim
     counters = profile.counters or {}
+    sources = results[0].placement.instance.pim_time_sources if results else {}
     nests = []
     for n in profile.nests:
         t = profile.t_cpu[n.id]
         row = n.to_json()
         row["t_cpu"] = t
+        row["t_pim"] = {str(r.cores): r.placement.instance.pim_time(n.id) for r in results}
+        row["t_pim_source"] = sources.get(n.id, MODEL_SOURCE)
         row["counters"] = counters.get(n.id)
         row["read_bandwidth"] = read_bandwidth(n, t, counters.get(n.id), spec.cache_line).to_json()
         row["store_bound"] = store_bound(counters.get(n.id)).to_json()
@@ -164,8 +170,9 @@ def pim_document(
         },
         "estimates": {
             "read_bandwidth": "fetch_bytes / T_cpu where the off-core read counter is missing",
-            "t_pim": "analytical model (placement.devices.pim), not measured",
+            "t_pim": t_pim_statement(results),
         },
+        "t_pim": t_pim_provenance(results),
         "simulated": {
             "counters": profile.counter_source == SIMULATED,
             "read_bandwidth": "simulated LL read misses x line size / T_cpu (callgrind)",
@@ -178,6 +185,38 @@ def pim_document(
         "results": per_core,
     } | ({} if blocks is None else {"basic_blocks": blocks})
 
+
+
+def t_pim_provenance(results: Sequence[CoreResult]) -> dict[str, Any]:
+    """Where each nest's T_pim comes from: a ``--pim-times`` file or the analytical model."""
+    instance = results[0].placement.instance if results else None
+    sources = instance.pim_time_sources if instance else {}
+    measured = instance.measured if instance else None
+    return {
+        "analytical_model": "placement.devices.pim (compute + memory + synchronization;"
+        " constants in hardware.pim), not measured",
+        "file": None if measured is None else measured.to_json(),
+        "nests_from_file": [k for k, v in sources.items() if v != MODEL_SOURCE],
+        "nests_from_model": [k for k, v in sources.items() if v == MODEL_SOURCE],
+        "rule_c1": "T_pim_min (the C1 lower bound) is analytical whatever the source of T_pim",
+    }
+
+
+def t_pim_statement(results: Sequence[CoreResult]) -> str:
+    """One phrase: where the T_pim of this result comes from (the table's footer)."""
+    instance = results[0].placement.instance if results else None
+    sources = instance.pim_time_sources if instance else {}
+    from_file = sum(v != MODEL_SOURCE for v in sources.values())
+    if instance is None or not from_file:
+        return "T_pim from the analytical PIM model (not measured)"
+    label = instance.measured.label if instance.measured else "times given in code"
+    if from_file == len(sources):
+        return f"T_pim from {label} for every nest"
+    marked = "the nest marked #" if from_file == 1 else f"the {from_file} nests marked #"
+    return (
+        f"T_pim from {label} for {marked}, from the analytical PIM model (not measured) for"
+        f" the other {len(sources) - from_file}"
+    )
 
 
 # --------------------------------------------------------------------------- baseline
@@ -299,6 +338,7 @@ def summary_lines(
     header += "".join(f"{'N=' + str(r.cores):>13}" for r in results)
     lines.append(header)
     lines.append(" " * (len(header) - 13 * len(results)) + f"{'(rule/model)':>13}")
+    sources = results[0].placement.instance.pim_time_sources if results else {}
     splits = {r.cores: set(r.placement.split_nests) for r in results}
     for n in profile.nests:
         t = profile.t_cpu[n.id]
@@ -308,8 +348,9 @@ def summary_lines(
         simulated_any |= bw.simulated or sb.simulated
         bw_text = "-" if bw.value is None else fmt_bandwidth(bw.value) + _mark(bw)
         sb_text = "-" if sb.value is None else f"{sb.value:.3f}" + _mark(sb)
+        nid = n.id + ("#" if sources.get(n.id, MODEL_SOURCE) != MODEL_SOURCE else "")
         row = (
-            f"{n.id:<6}{_origin(n)[:25]:<26}{n.n_iter:>9}{n.n_total:>11}"
+            f"{nid:<6}{_origin(n)[:25]:<26}{n.n_iter:>9}{n.n_total:>11}"
             f"{fmt_bytes(n.fetch_bytes):>10}{fmt_bytes(n.flush_bytes):>10}"
             f"{fmt_time(t):>10}{bw_text:>12}{sb_text:>9}"
         )
@@ -357,8 +398,8 @@ def summary_lines(
     lines.append("")
     lines.append(_solver_line(results))
     lines.append(
-        "T_hybrid = T_host + T_pim + T_copy + N_region*T_sw (Eq. 9); T_pim from the analytical"
-        " PIM model (not measured); T_copy: "
+        f"T_hybrid = T_host + T_pim + T_copy + N_region*T_sw (Eq. 9); {t_pim_statement(results)}"
+        "; T_copy: "
         + ("Eq. 8 upper bound" if copy == "upper_bound" else "exact residency within segments")
         + f"; model granularity: {granularity}; the rule decides per nest"
         + granularity_note(granularity)

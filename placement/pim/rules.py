@@ -273,14 +273,7 @@ def rule_placement(
     instance: PimInstance, *, allow_estimates: bool = False
 ) -> dict[str, RuleDecision]:
     """The rule applied to a :class:`~placement.pim.instance.PimInstance` (its counters, if any)."""
-    return apply_rule(
-        instance.nests,
-        instance.t_cpu,
-        instance.counters,
-        instance.spec,
-        instance.n_cores,
-        allow_estimates=allow_estimates,
-    )
+    return apply_rule(*_rule_inputs(instance), allow_estimates=allow_estimates)
 
 
 # --- conditions -----------------------------------------------------------------------
@@ -507,11 +500,10 @@ def operator_rule_placement(
 ) -> dict[str, RuleDecision]:
     """:func:`apply_operator_rule` on a :class:`~placement.pim.instance.PimInstance`."""
     return apply_operator_rule(
-        instance.nests,
-        instance.t_cpu,
-        instance.counters,
-        instance.spec,
-        instance.n_cores,
-        allow_estimates=allow_estimates,
-        n_iter=n_iter,
+        *_rule_inputs(instance), allow_estimates=allow_estimates, n_iter=n_iter
     )
+
+
+def _rule_inputs(instance: PimInstance) -> tuple[Any, ...]:
+    """The positional inputs of the rule (nests, T_cpu, counters, spec, N_core)."""
+    return instance.nests, instance.t_cpu, instance.counters, instance.spec, instance.n_cores

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from placement.errors import PlacementError
+from placement.io import check_output_file
 
 Row = Mapping[str, Any]
 
@@ -235,12 +236,7 @@ def check_figure_path(path: str | Path, flag: str = "") -> Path:
     where = f"{flag} {path}" if flag else str(path)
     if path.suffix.lower() not in (".png", ".svg"):
         raise PlacementError(f"{where}: a figure must be written as .png or .svg")
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise PlacementError(f"{where}: is a directory")
-    if not parent.is_dir():
-        raise PlacementError(f"{where}: directory {parent} does not exist")
-    return path
+    return check_output_file(path, where)
 
 
 def save_figure(fig: Figure, path: str | Path, dpi: int = 150) -> Path:

@@ -159,9 +159,7 @@ def cim_gantt(
     ax.set_yticks(ticks, labels)
     bottom = y_tr[-1] + 0.5 if n_tr else (y_cim[-1] + 0.6 if n_cim else 0.6)
     ax.set_ylim(bottom, -0.6)  # host on top
-    ax.set_xlim(0, makespan * scale * 1.02 or 1.0)
-    ax.set_xlabel(f"time ({unit})")
-    ax.grid(True, axis="x", alpha=0.3)
+    _time_axis(ax, makespan * scale * 1.02, unit)
     handles = [
         Patch(color=HOST_COLOR, label=f"host operator ({len(host_ops)})"),
         Patch(color=ACCEL_COLOR, label=f"CIM operator ({len(cim_ops)})"),
@@ -196,8 +194,10 @@ def pim_gantt(
 
     ``document``: the JSON of ``solve --target pim --json`` (per-nest T_cpu, the hardware
     and each core count's decisions; ``cores`` picks one, default the first). PIM times are
-    the analytical model's; per-nest copy times are Eq. 8's, scaled to the placement's
-    T_copy under exact copy accounting. Rectangles' gids are the nest ids.
+    the document's per-nest ``t_pim`` at that core count (the analytical model's, or a
+    ``--pim-times`` file's), else recomputed with the analytical model (documents written
+    before the field); per-nest copy times are Eq. 8's, scaled to the placement's T_copy
+    under exact copy accounting. Rectangles' gids are the nest ids.
     """
     nests = document.get("nests")
     if not isinstance(nests, list) or not nests or not isinstance(nests[0], Mapping):
@@ -216,6 +216,12 @@ def pim_gantt(
         known = {f.name for f in dataclasses.fields(LoopNest)} | {"fetch_bytes", "flush_bytes"}
         loops = [LoopNest.from_json({k: v for k, v in n.items() if k in known}) for n in nests]
         t_cpu = {str(n["id"]): float(n["t_cpu"]) for n in nests}
+        key = str(n_cores or spec.cores)
+        t_pim_doc = {
+            str(n["id"]): float(n["t_pim"][key])
+            for n in nests
+            if isinstance(n.get("t_pim"), Mapping) and key in n["t_pim"]
+        }
     except (KeyError, TypeError, ValueError) as exc:
         raise PlotDataError(f"PIM Gantt chart: malformed nest data ({exc!r})") from None
     hybrid = placement.get("hybrid") if isinstance(placement.get("hybrid"), Mapping) else {}
@@ -242,7 +248,7 @@ def pim_gantt(
             c = copy_s.get(n.id, 0.0)
             segments.append(("copy", f"copy:{n.id}", t, t + c))
             t += c
-            d = t_pim(n, spec, n_cores)
+            d = t_pim_doc[n.id] if n.id in t_pim_doc else t_pim(n, spec, n_cores)
             segments.append(("pim", n.id, t, t + d))
         else:
             d = t_cpu[n.id]
@@ -277,9 +283,7 @@ def pim_gantt(
     n_switch = sum(1 for k, *_ in segments if k == "switch")
     ax.set_yticks([0.0, 1.0], ["host CPU", f"PIM ({n_cores or spec.cores} cores)"])
     ax.set_ylim(1.6, -0.6)
-    ax.set_xlim(0, total * scale * 1.01 or 1.0)
-    ax.set_xlabel(f"time ({unit})")
-    ax.grid(True, axis="x", alpha=0.3)
+    _time_axis(ax, total * scale * 1.01, unit)
     handles = [
         Patch(color=HOST_COLOR, label=f"host nest ({len(loops) - len(on_pim)})"),
         Patch(color=ACCEL_COLOR, label=f"PIM nest ({len(on_pim)})"),
@@ -309,3 +313,10 @@ def _pim_spec(hardware: Any) -> PimSpec:
         return pim_spec_from_table(values, source)
     except PlacementError as exc:
         raise PlotDataError(f"PIM Gantt chart: bad hardware in the document ({exc})") from None
+
+
+def _time_axis(ax: Any, end: float, unit: str) -> None:
+    """The horizontal time axis of a Gantt chart, from 0 to ``end`` (in ``unit``)."""
+    ax.set_xlim(0, end or 1.0)
+    ax.set_xlabel(f"time ({unit})")
+    ax.grid(True, axis="x", alpha=0.3)

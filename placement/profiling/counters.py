@@ -50,10 +50,8 @@ with the reasons.
 
 from __future__ import annotations
 
-import csv
 import ctypes
 import errno
-import math
 import os
 import platform
 import re
@@ -67,7 +65,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from placement.errors import PlacementError
-from placement.io import parse_json, read_text_file
+from placement.io import (
+    check_known_nests,
+    csv_records,
+    nonnegative_value,
+    parse_json,
+    read_table_file,
+)
 
 if TYPE_CHECKING:
     from placement.profiling.mlir.lower import LoweredProgram
@@ -523,51 +527,23 @@ def load_counters(path: str | Path, nest_ids: Iterable[str]) -> dict[str, dict[s
     """Table 1 counters per nest from a CSV or JSON file; one-line errors naming the fault."""
     path = Path(path)
     ids = list(nest_ids)
-    text = read_text_file(path, "counters", "a counters .csv or .json file")
-    if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
-        table = _parse_json(text, path)
-    else:
-        table = _parse_csv(text, path)
-    known = set(ids)
-    unknown = [nid for nid in table if nid not in known]
-    if unknown:
-        shown = ", ".join(unknown[:5]) + (
-            f" (+{len(unknown) - 5} more)" if len(unknown) > 5 else ""
-        )
-        span = f"{ids[0]}..{ids[-1]}" if ids else "none"
-        raise PlacementError(
-            f"{path}: unknown nest id(s) {shown}; this model's nests are {span}"
-            " (see `placement nests MODEL`)"
-        )
+    text, is_json = read_table_file(path, "counters")
+    table = _parse_json(text, path) if is_json else _parse_csv(text, path)
+    check_known_nests(table, ids, path)
     return {nid: table[nid] for nid in ids if nid in table}
 
 
 def _parse_csv(text: str, path: Path) -> dict[str, dict[str, float]]:
-    rows = list(csv.reader(line for line in text.splitlines() if line.strip()))
-    if not rows:
-        raise PlacementError(f"{path}: empty counters file; expected a header row")
-    header = [event_key(h) for h in rows[0]]
-    needed = ("nest_id", *TABLE1_EVENTS)
-    missing = [c for c in needed if c not in header]
-    if missing:
-        raise PlacementError(f"{path}: missing column(s) {', '.join(missing)}")
-    dupes = sorted({c for c in needed if header.count(c) > 1})
-    if dupes:
-        raise PlacementError(f"{path}: column(s) {', '.join(dupes)} appear more than once")
-    col = {c: header.index(c) for c in needed}
     table: dict[str, dict[str, float]] = {}
-    for line_no, row in enumerate(rows[1:], start=2):
-        if len(row) != len(header):
-            raise PlacementError(
-                f"{path}: line {line_no} has {len(row)} fields, the header has {len(header)}"
-            )
-        nid = row[col["nest_id"]].strip()
+    columns = ("nest_id", *TABLE1_EVENTS)
+    for line_no, row in csv_records(text, path, "counters", columns, event_key):
+        nid = row["nest_id"].strip()
         if not nid:
             raise PlacementError(f"{path}: line {line_no}: empty nest_id")
         if nid in table:
             raise PlacementError(f"{path}: line {line_no}: nest {nid!r} appears twice")
         table[nid] = {
-            ev: _count(row[col[ev]], f"{path}: line {line_no}, nest {nid!r}, column {ev}")
+            ev: nonnegative_value(row[ev], f"{path}: line {line_no}, nest {nid!r}, column {ev}")
             for ev in TABLE1_EVENTS
         }
     return table
@@ -588,25 +564,10 @@ def _parse_json(text: str, path: Path) -> dict[str, dict[str, float]]:
         if missing:
             raise PlacementError(f"{path}: nest {nid!r}: missing event(s) {', '.join(missing)}")
         table[nid] = {
-            e: _count(by_key[e], f"{path}: nest {nid!r}, event {e}") for e in TABLE1_EVENTS
+            e: nonnegative_value(by_key[e], f"{path}: nest {nid!r}, event {e}")
+            for e in TABLE1_EVENTS
         }
     return table
-
-
-def _count(value: Any, where: str) -> float:
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            raise PlacementError(f"{where}: empty value")
-        try:
-            value = float(text)
-        except ValueError:
-            raise PlacementError(f"{where}: not a number: {text!r}") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise PlacementError(f"{where}: not a number: {value!r}")
-    if not math.isfinite(value) or value < 0:
-        raise PlacementError(f"{where}: must be a count >= 0, got {value!r}")
-    return float(value)
 
 
 def counters_to_json(counters: Mapping[str, Mapping[str, float]] | None) -> Any:

@@ -7,14 +7,17 @@ same rows: each point is solved on its own, from plain data.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
+from urllib.parse import urlsplit
 
 from placement.errors import PlacementError
+from placement.onnxfile import first_line
 from placement.sweep.plan import Point, PointOutcome, PointTask, solve_point
 
 
@@ -118,23 +121,99 @@ def _execute_dask(
 def connect(address: str, timeout: float = 10.0) -> Any:
     """A ``distributed.Client`` for the scheduler at ``address`` with at least one worker.
 
-    Fails with one line after ``timeout`` seconds rather than waiting forever.
+    The address is checked first (:func:`check_scheduler_address`); a scheduler that does
+    not answer fails with one line after ``timeout`` seconds, and leaves no half-made
+    client behind to print a late error when it is garbage-collected.
     """
+    address = check_scheduler_address(address)
     from distributed import Client
 
+    # Client(...) starts an event-loop thread before it connects; when it then raises,
+    # the half-made client is reachable only from the traceback, and its __del__ (at
+    # exit) tries to close it for 2 x timeout and prints "Exception ignored in
+    # Client.__del__ ... TimeoutError". Holding it from the start lets it be closed here.
+    client = Client.__new__(Client)
     try:
-        client = Client(address, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
+        client.__init__(address, timeout=timeout, set_as_default=False)
+    except BaseException as exc:
+        _discard(client)
+        if not isinstance(exc, Exception):
+            raise
         raise PlacementError(
             f"cannot connect to the Dask scheduler at {address} within {timeout:g} s"
-            f" ({exc}); check --scheduler, or raise --scheduler-timeout"
+            f" ({first_line(exc)}); check --scheduler, or raise --scheduler-timeout"
         ) from None
     try:
         client.wait_for_workers(1, timeout=timeout)
-    except (TimeoutError, OSError):
-        client.close()
+    except BaseException as exc:
+        _discard(client)
+        if not isinstance(exc, TimeoutError | OSError):
+            raise
         raise PlacementError(
             f"the Dask scheduler at {address} has no workers after {timeout:g} s;"
             " start some with `dask worker " + address + "`"
         ) from None
     return client
+
+
+# The schemes of distributed's own transports that name a host and port (inproc is
+# in-process only; ucx needs a separate package).
+SCHEDULER_SCHEMES = ("tcp", "tls", "ws", "wss")
+
+
+def check_scheduler_address(address: str) -> str:
+    """``address`` as ``scheme://host:port`` (a bare ``host:port`` is tcp, as in Dask), or
+    a one-line :class:`PlacementError` saying what is wrong, before anything connects."""
+    example = "e.g. tcp://scheduler-host:8786"
+    text = address.strip()
+    if not text or any(c.isspace() or not c.isprintable() for c in text):
+        raise PlacementError(f"--scheduler {address!r} is not a scheduler address ({example})")
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "tcp", text
+    scheme = scheme.lower()
+    if scheme not in SCHEDULER_SCHEMES:
+        raise PlacementError(
+            f"--scheduler {address!r}: unknown scheme {scheme!r}; use one of"
+            f" {', '.join(s + '://' for s in SCHEDULER_SCHEMES)} ({example})"
+        )
+    parts = urlsplit(f"{scheme}://{rest}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if parts.path or parts.query or parts.fragment or "@" in parts.netloc or not parts.hostname:
+        raise PlacementError(f"--scheduler {address!r} is not host:port ({example})")
+    if port is None:
+        raise PlacementError(
+            f"--scheduler {address!r} has no port (a Dask scheduler listens on 8786 unless"
+            f" told otherwise: {scheme}://{parts.hostname}:8786)"
+        )
+    if not 0 < port < 65536:
+        raise PlacementError(f"--scheduler {address!r}: the port must be 1 to 65535")
+    if scheme in ("tls", "wss") and not _tls_configured(address):
+        raise PlacementError(
+            f"--scheduler {address!r}: {scheme}:// needs the client's TLS certificates in"
+            " Dask's configuration (distributed.comm.tls.ca-file, .client.cert, .client.key)"
+        )
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{scheme}://{host}:{port}"
+
+
+def _tls_configured(address: str) -> bool:
+    from distributed.security import Security
+
+    try:
+        args = Security().get_connection_args("client")
+    except Exception as exc:  # a certificate file missing or unreadable (ssl, OSError)
+        raise PlacementError(
+            f"--scheduler {address!r}: Dask's TLS configuration cannot be loaded"
+            f" ({first_line(exc)})"
+        ) from None
+    return args.get("ssl_context") is not None
+
+
+def _discard(client: Any) -> None:
+    """Close a client that failed to start (quick: nothing is connected)."""
+    with contextlib.suppress(Exception):  # already failing: the original error is reported
+        client.close(timeout=5)

@@ -16,15 +16,11 @@ is flagged on the page and returned as a warning (:attr:`Report.warnings`).
 
 from __future__ import annotations
 
-import base64
 import csv
-import html
 import json
 import math
-import os
 import re
 import statistics
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +31,7 @@ from matplotlib.figure import Figure
 from placement.errors import PlacementError
 from placement.graph import load_graph
 from placement.hardware.hostcheck import host_from_json, host_latency_source
+from placement.io import check_output_file, write_text_atomic
 from placement.plots.cim import device_share, speedup_per_network, speedup_vs_crossbars
 from placement.plots.common import (
     PlotDataError,
@@ -54,6 +51,7 @@ from placement.plots.pim import (
     pim_speedup_vs_cores,
     split_size,
 )
+from placement.sweep.page import FigureOutcome, PageContent, html_page, markdown_page
 
 FORMATS = ("html", "md")
 _SOLVED = ("optimal", "time_limit", "time limit", "feasible")
@@ -84,14 +82,6 @@ class Sweep:
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
-
-
-@dataclass
-class FigureOutcome:
-    name: str  # file stem under figures/
-    title: str
-    files: list[Path] = field(default_factory=list)
-    skipped: str | None = None  # why it was not drawn
 
 
 def load_sweep(path: str | Path) -> Sweep:
@@ -481,10 +471,21 @@ def write_report(
         except PlotDataError as exc:
             table4_note = str(exc)
     hosts, warnings = host_rows(sweep)
-    page = (_html if fmt == "html" else _markdown)(
-        sweep, figures, out, table4, table4_note, hosts, warnings
+    content = PageContent(
+        title=f"Sweep report: {sweep.path.name} ({sweep.target.upper()})",
+        manifest=_manifest_lines(sweep),
+        hosts=hosts,
+        warnings=warnings,
+        summary=summary_rows(sweep),
+        unproven=unproven_rows(sweep),
+        figures=figures,
+        points=points_rows(sweep),
+        table4=table4,
+        table4_note=table4_note,
+        pim=sweep.target == "pim",
     )
-    _write_text_atomic(out, page)
+    text = (html_page if fmt == "html" else markdown_page)(content, out)
+    write_text_atomic(out, text, "the report")
     return Report(out, fmt, figures, warnings)
 
 
@@ -503,12 +504,7 @@ def _output(sweep: Sweep, output: str | Path | None, fmt: str | None) -> tuple[P
         fmt = guessed
     elif guessed is not None and guessed != fmt:
         raise PlacementError(f"{out}: suffix says {guessed}, --format says {fmt}")
-    parent = out.parent if str(out.parent) else Path(".")
-    if out.is_dir():
-        raise PlacementError(f"{out}: is a directory")
-    if not parent.is_dir():
-        raise PlacementError(f"{out}: directory {parent} does not exist")
-    return out, fmt
+    return check_output_file(out), fmt
 
 
 def _manifest_lines(sweep: Sweep) -> list[tuple[str, str]]:
@@ -528,135 +524,3 @@ def _manifest_lines(sweep: Sweep) -> list[tuple[str, str]]:
         ("points", str(len(sweep.rows))),
     ]  # fmt: skip
     return [(k, v) for k, v in items if v]
-
-
-def _rel(path: Path, page: Path) -> str:
-    return Path(os.path.relpath(path.resolve(), page.resolve().parent)).as_posix()
-
-
-def _html(
-    sweep: Sweep,
-    figures: Sequence[FigureOutcome],
-    out: Path,
-    table4: list[list[str]] | None,
-    table4_note: str | None,
-    hosts: list[list[str]],
-    warnings: Sequence[str],
-) -> str:
-    e = html.escape
-    title = f"Sweep report: {sweep.path.name} ({sweep.target.upper()})"
-    unproven = unproven_rows(sweep)
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{e(title)}</title>",
-        "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
-        "table{border-collapse:collapse;font-size:0.85em;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
-        "th{background:#eee}td:first-child,th:first-child{text-align:left}"
-        "figure{margin:1.5em 0}img{max-width:100%}.skip{color:#a00}</style>",
-        "</head><body>",
-        f"<h1>{e(title)}</h1>",
-        "<dl>",
-        *(f"<dt><b>{e(k)}</b></dt><dd>{e(v)}</dd>" for k, v in _manifest_lines(sweep)),
-        "</dl>",
-        "<h2>Host latencies</h2>",
-        *(f'<p class="skip"><b>Host mismatch:</b> {e(w)}</p>' for w in warnings),
-        _html_table(hosts),
-        "<h2>Summary per model and hardware</h2>",
-        _html_table(summary_rows(sweep)),
-        "<h2>Points not proven optimal</h2>",
-        _html_table(unproven) if len(unproven) > 1 else "<p>None: every solved point was"
-        " proven optimal.</p>",
-        "<h2>Figures</h2>",
-    ]
-    for f in figures:
-        if f.skipped:
-            parts.append(f'<p class="skip">Not drawn: {e(f.title)} &mdash; {e(f.skipped)}</p>')
-            continue
-        png = next((p for p in f.files if p.suffix == ".png"), None)
-        svg = next((p for p in f.files if p.suffix == ".svg"), None)
-        parts.append(f'<figure id="{e(f.name)}">')
-        if png is not None:  # embedded: the page stays readable when moved on its own
-            data = base64.b64encode(png.read_bytes()).decode("ascii")
-            parts.append(
-                f'<img src="data:image/png;base64,{data}" alt="{e(f.title)}"'
-                f' data-file="{e(_rel(png, out))}">'
-            )
-        links = " | ".join(f'<a href="{e(_rel(p, out))}">{e(p.name)}</a>' for p in (png, svg) if p)
-        parts.append(f"<figcaption>{e(f.title)} ({links})</figcaption></figure>")
-    if sweep.target == "pim":
-        parts.append("<h2>Offloaded loop nests per operator (Table 4)</h2>")
-        parts.append(
-            _html_table(table4) if table4 else f'<p class="skip">{e(table4_note or "")}</p>'
-        )
-    parts += ["<h2>All points</h2>", _html_table(points_rows(sweep)), "</body></html>", ""]
-    return "\n".join(parts)
-
-
-def _html_table(rows: Sequence[Sequence[str]]) -> str:
-    e = html.escape
-    head = "".join(f"<th>{e(c)}</th>" for c in rows[0])
-    body = "\n".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
-    return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
-
-
-def _markdown(
-    sweep: Sweep,
-    figures: Sequence[FigureOutcome],
-    out: Path,
-    table4: list[list[str]] | None,
-    table4_note: str | None,
-    hosts: list[list[str]],
-    warnings: Sequence[str],
-) -> str:
-    lines = [f"# Sweep report: {sweep.path.name} ({sweep.target.upper()})", ""]
-    lines += [f"- **{k}**: {v}" for k, v in _manifest_lines(sweep)]
-    lines += ["", "## Host latencies", ""]
-    lines += [f"**Host mismatch:** {w}" for w in warnings]
-    lines += ([""] if warnings else []) + _md_table(hosts)
-    lines += ["", "## Summary per model and hardware", "", *_md_table(summary_rows(sweep))]
-    unproven = unproven_rows(sweep)
-    lines += ["", "## Points not proven optimal", ""]
-    lines += (_md_table(unproven) if len(unproven) > 1
-              else ["None: every solved point was proven optimal."])  # fmt: skip
-    lines += ["", "## Figures", ""]
-    for f in figures:
-        if f.skipped:
-            lines += [f"*Not drawn: {f.title} — {f.skipped}*", ""]
-            continue
-        png = next((p for p in f.files if p.suffix == ".png"), None)
-        svg = next((p for p in f.files if p.suffix == ".svg"), None)
-        if png is not None:
-            lines.append(f"![{f.title}]({_rel(png, out)})")
-        link = f" ([SVG]({_rel(svg, out)}))" if svg is not None else ""
-        lines += ["", f"*{f.title}*{link}", ""]
-    if sweep.target == "pim":
-        lines += ["## Offloaded loop nests per operator (Table 4)", ""]
-        lines += _md_table(table4) if table4 else [f"*{table4_note}*"]
-        lines.append("")
-    lines += ["## All points", "", *_md_table(points_rows(sweep)), ""]
-    return "\n".join(lines)
-
-
-def _md_table(rows: Sequence[Sequence[str]]) -> list[str]:
-    def esc(c: str) -> str:
-        return c.replace("|", "\\|").replace("\n", " ")
-
-    out = ["| " + " | ".join(esc(c) for c in rows[0]) + " |"]
-    out.append("|" + "---|" * len(rows[0]))
-    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows[1:]]
-    return out
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.name}.", dir=path.parent if str(path.parent) else "."
-    )
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

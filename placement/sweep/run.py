@@ -26,7 +26,9 @@ Execution: :func:`~placement.sweep.executors.execute` runs
 :func:`~placement.sweep.plan.solve_point` in this process (1 worker), in a
 ``concurrent.futures.ProcessPoolExecutor`` (N workers) or on a Dask cluster
 (``distributed.Client``). The workers of a Dask cluster must be able to import this
-package (``pip install`` it there, same version). Each point is solved on its own
+package (``pip install`` it there, same version), and a scheduler is trusted with code
+execution: the client sends pickled functions for the workers to run, and accepts the
+pickled results they send back. Each point is solved on its own
 (from the same neighbours' results, whatever ran them), with one solver thread by
 default, so the rows do not depend on the executor or the worker count. One caveat:
 two different placements with the same optimal objective (or within the relative gap)
@@ -109,7 +111,7 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
-from placement.sweep.executors import connect, execute
+from placement.sweep.executors import check_scheduler_address, connect, execute
 from placement.sweep.grid import Grid, load_grid_hardware
 from placement.sweep.plan import (
     ERROR,
@@ -180,6 +182,8 @@ def run_sweep(
     if grid.target != target:
         raise PlacementError(f"the grid is for target {grid.target}, not {target}")
     _check_options(target, options, workers, scheduler_timeout)
+    if client is None and scheduler is not None:
+        check_scheduler_address(scheduler)  # its syntax, before anything is read or written
     hardware = load_grid_hardware(grid)
     needs_profile = any(get_target(target).needs_profile(h) for h in hardware)
     models = _model_inputs(target, model_paths)

@@ -10,24 +10,18 @@ from pathlib import Path
 import highspy
 import pyomo.environ as pyo
 import pytest
+from cli_helpers import run
 from oracles import random_instance
 
 from placement.bench.export import write_model
 from placement.bench.run import COLUMNS, parse_grid
 from placement.bench.summary import format_summary, summarize
 from placement.cim.solve import build_model, solve
-from placement.cli import main
 from placement.errors import PlacementError
 from placement.models.cim.build import FORMULATIONS, build_cim_model
 
 ROOT = Path(__file__).resolve().parents[2]
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _highs_objective(path: Path) -> float:

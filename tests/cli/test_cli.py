@@ -9,30 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import assert_one_line_error, run
 from onnx import helper
 from onnx_builders import const, gemm_model, model, result, save, tensor
-
-from placement.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
 FP32 = ROOT / "examples" / "resnet_tiny.onnx"
 FAST = ["--runs", "3", "--warmup", "1", "-q"]
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
-    assert code == 1
-    lines = [line for line in err.splitlines() if line.startswith("placement: error:")]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 @pytest.mark.integration

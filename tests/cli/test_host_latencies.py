@@ -16,11 +16,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 
 import placement.cli.common
 import placement.cli.solve
 import placement.cli.sweep
-from placement.cli import main
 from placement.io import file_sha256
 
 pytestmark = pytest.mark.integration
@@ -29,12 +29,6 @@ ROOT = Path(__file__).resolve().parents[2]
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
 PROFILE = ROOT / "tests" / "golden" / "resnet_tiny_int8.profile.json"  # measured on x86_64
 MISMATCH = "host latencies were measured on x86_64, but hardware 'arm-a72' describes another host"
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def warnings(err: str) -> list[str]:

@@ -8,10 +8,10 @@ import math
 import re
 
 import pytest
+from cli_helpers import assert_one_line_error, run
 from onnx import helper
 from onnx_builders import model, save, tensor
 
-from placement.cli import main
 from placement.profiling.counters import TABLE1_EVENTS
 
 pytest.importorskip("torch_mlir")
@@ -67,24 +67,22 @@ def env(tmp_path_factory):
     }  # fmt: skip
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
-    assert code == 1
-    lines = [line for line in err.splitlines() if line.startswith("placement: error:")]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-
-
 def core_rows(out: str) -> list[int]:
     section = out.split("N_core", 1)[1].split("\n\n", 1)[0]
     return [int(m.group(1)) for line in section.splitlines() if (m := CORE_ROW.match(line))]
+
+
+def solve_slow_with_file(capsys, env, tmp_path, flag, text, cores="32,64"):
+    """``solve`` of the every-T_cpu-1-ms profile with ``flag FILE`` (FILE holding ``text``):
+    (the file, stdout, stderr, the JSON document)."""
+    path = tmp_path / f"{flag.strip('-')}.csv"
+    path.write_text(text)
+    out_file = tmp_path / "r.json"
+    code, out, err = run(capsys, "solve", env["onnx"], "--target", "pim", "--profile",
+                         env["slow"], flag, path, "--pim-cores", cores, "--json",
+                         out_file)  # fmt: skip
+    assert code == 0, err
+    return path, out, err, json.loads(out_file.read_text())
 
 
 # --------------------------------------------------------------------------- happy paths
@@ -222,19 +220,13 @@ def test_basic_blocks_of_another_lowering_are_refused(capsys, env, tmp_path):
 def test_counters_csv_drives_rule_c3_with_measured_bandwidth(capsys, env, tmp_path):
     ids = [n.id for n in env["nests"]]
     high, low = ids[0], ids[-1]
-    csv = tmp_path / "counters.csv"
     # T_cpu = 1 ms: 1e6 lines * 64 B / 1 ms = 64 GB/s > theta; 10 lines -> far below.
-    csv.write_text(
+    text = (
         "nest_id," + ",".join(TABLE1_EVENTS) + "\n"
         f"{high},1000000,0,100,100,100\n{low},10,0,100,100,100\n"
     )
-    out_file = tmp_path / "r.json"
-    code, out, err = run(capsys, "solve", env["onnx"], "--target", "pim", "--profile",
-                         env["slow"], "--counters", csv, "--pim-cores", "32", "--json",
-                         out_file)  # fmt: skip
-    assert code == 0, err
+    csv, out, _, doc = solve_slow_with_file(capsys, env, tmp_path, "--counters", text, "32")
     assert f"loaded from {csv} for 2 of {len(ids)} nests" in out
-    doc = json.loads(out_file.read_text())
     decisions = doc["results"][0]["rule"]["decisions"]
     assert decisions[high]["place"] == "pim"
     assert decisions[high]["reason"].startswith("C3 passed: BW_read 64 GB/s > theta")
@@ -247,6 +239,65 @@ def test_counters_csv_drives_rule_c3_with_measured_bandwidth(capsys, env, tmp_pa
     assert nests[high]["store_bound"] == {"value": 0.0, "estimated": False, "simulated": False}
     row = next(line for line in out.splitlines() if line.startswith(high + " "))
     assert "64 GB/s " in row and "pim/" in row  # measured: no '*'
+
+
+@pytest.mark.integration
+def test_pim_times_file_replaces_the_model_and_is_labelled(capsys, env, tmp_path):
+    ids = [n.id for n in env["nests"]]
+    hopeless, free = ids[0], ids[1]
+    text = (
+        "nest_id,cores,t_pim_s\n"
+        f"{hopeless},32,10\n{hopeless},64,9\n{free},32,1e-9\n{free},64,2e-9\n"
+    )
+    times, out, err, doc = solve_slow_with_file(capsys, env, tmp_path, "--pim-times", text)
+    assert f"T_pim: from {times} (measured or simulated) for 2 of {len(ids)} nests" in err
+    assert (f"T_pim from {times} (measured or simulated) for the 2 nests marked #, from the"
+            " analytical PIM model (not measured)") in out  # fmt: skip
+    rows = {line.split()[0]: line for line in out.splitlines() if re.match(r"^n\d{3}", line)}
+    assert f"{hopeless}#" in rows and f"{free}#" in rows and ids[2] in rows
+    nests = {n["id"]: n for n in doc["nests"]}
+    assert nests[hopeless]["t_pim"] == {"32": 10.0, "64": 9.0}
+    assert nests[hopeless]["t_pim_source"] == "file"
+    assert nests[ids[2]]["t_pim_source"] == "analytical model"
+    assert doc["t_pim"]["file"]["file"] == str(times)
+    assert doc["t_pim"]["nests_from_file"] == [hopeless, free]
+    for r in doc["results"]:
+        assert r["model"]["decisions"][hopeless] == "host"  # 10 s on PIM vs 1 ms on the host
+        assert r["model"]["verification"]["ok"] is True
+    # A file for one core count only, solved for that count (not the preset's 32 cores).
+    only = f"nest_id,cores,t_pim_s\n{free},64,2e-9\n"
+    _, _, _, doc = solve_slow_with_file(capsys, env, tmp_path, "--pim-times", only, "64")
+    assert doc["options"]["cores"] == [64]
+    assert {n["id"]: n["t_pim"] for n in doc["nests"]}[free] == {"64": 2e-9}
+
+
+@pytest.mark.integration
+def test_pim_times_file_errors_are_one_line(capsys, env, tmp_path):
+    first = env["nests"][0].id
+    cases = [
+        ("nest_id,cores,t_pim_s\nn999,32,1e-6\nn999,64,1e-6\nn999,128,1e-6\n",
+         "unknown nest id(s) n999"),
+        (f"nest_id,cores,t_pim_s\n{first},32,1e-6\n",
+         f"nest '{first}' has no T_pim for N_core 64, 128 (the file gives 32)"),
+        (f"nest_id,cores,t_pim_s\n{first},32,-1\n", "line 2, nest"),
+        (f"nest_id,cores,t_pim_s\n{first},32,nan\n", "must be a time in seconds >= 0"),
+        ("nest_id,t_pim_s\n", "missing column(s) cores"),
+    ]  # fmt: skip
+    for i, (text, fragment) in enumerate(cases):
+        path = tmp_path / f"t{i}.csv"
+        path.write_text(text)
+        code, out, err = _solve_bad(capsys, env, tmp_path, "--pim-times", path)
+        assert_one_line_error(code, err, str(path), fragment)
+        assert out == ""
+    code, _, err = run(capsys, "solve", env["onnx"], "--pim-times", tmp_path / "t0.csv")
+    assert_one_line_error(code, err, "--pim-times", "need --target pim")
+    # Without --profile, unknown nests (in either file) are refused before any timing.
+    counters = tmp_path / "c.csv"
+    counters.write_text("nest_id," + ",".join(TABLE1_EVENTS) + "\nn999,1,1,1,1,1\n")
+    for flag, path in (("--pim-times", tmp_path / "t0.csv"), ("--counters", counters)):
+        code, _, err = run(capsys, "solve", env["onnx"], "--target", "pim", flag, path, *FAST)
+        assert_one_line_error(code, err, "unknown nest id(s) n999")
+        assert "profiled" not in err and "timing" not in err
 
 
 @pytest.mark.integration

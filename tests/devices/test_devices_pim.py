@@ -15,6 +15,7 @@ from placement.devices.pim import (
     instructions,
     instructions_per_iteration,
     speedup,
+    sync_crossover_work,
     t_copy,
     t_pim,
     t_pim_breakdown,
@@ -48,8 +49,8 @@ def test_t_pim_hand_computed():
     assert b.cores_used == 32
     assert b.compute == pytest.approx(4 * 10 * 4 / 1e9)  # ceil(100/32)=4 x 10 x 4 instr
     assert b.memory == pytest.approx(8000 / (32 * 8e9))
-    assert b.sync == pytest.approx(32 * 10e-9)
-    assert t_pim(n, SPEC) == pytest.approx(160e-9 + 31.25e-9 + 320e-9)
+    assert b.sync == pytest.approx(32 * 100e-9)  # 100 ns per participating core
+    assert t_pim(n, SPEC) == pytest.approx(160e-9 + 31.25e-9 + 3200e-9)
     # fewer parallel iterations than cores: only 8 cores work
     small = nest(0, (), n_iter=8, n_total=80)
     assert t_pim_breakdown(small, SPEC).cores_used == 8
@@ -161,12 +162,28 @@ def test_loop_nest_json_round_trips_body_ops_and_loads_old_json():
         LoopNest.from_json({**data, "body_ops": [1, 2]})
 
 
-def test_small_nests_get_slower_with_more_cores():
-    # The synchronization term: the paper's layernorm regression from 64 to 128 cores.
-    small = nest(0, (operand("a", 4096, read=True, written=True),), n_iter=4096, n_total=4096)
-    big = nest(0, (operand("a", 1 << 24, read=True, written=True),), n_iter=1 << 22)
-    assert t_pim(small, SPEC, 128) > t_pim(small, SPEC, 64)
+def test_sync_crossover_closed_form():
+    # T(c) = W / c + c * t_sync while c divides N_iter; T(2c) > T(c) iff W < 2 c^2 t_sync.
+    assert sync_crossover_work(SPEC, 64) == pytest.approx(2 * 64**2 * 100e-9)  # 819.2 us
+    small = nest(0, (), n_iter=1 << 17)  # 131072 x 4 instructions: W = 524 us < 819 us
+    assert t_pim(small, SPEC, 64) == pytest.approx(2048 * 4e-9 + 64 * 100e-9)  # 14.592 us
+    assert t_pim(small, SPEC, 128) == pytest.approx(1024 * 4e-9 + 128 * 100e-9)  # 16.896 us
+    assert t_pim(small, SPEC, 32) > t_pim(small, SPEC, 64)  # still gains from 32 to 64
+    big = nest(0, (), n_iter=1 << 19)  # W = 2.1 ms: keeps speeding up
+    assert t_pim(big, SPEC, 128) == pytest.approx(4096 * 4e-9 + 12.8e-6)
     assert t_pim(big, SPEC, 32) > t_pim(big, SPEC, 64) > t_pim(big, SPEC, 128)
+    # Memory scales like compute, so W counts both; the sign of T(2c) - T(c) follows the
+    # closed form for any single-core work W (c divides N_iter, no rounding).
+    rng = random.Random(5)
+    for _ in range(200):
+        c = rng.choice((16, 32, 64))
+        n_iter = 2 * c * rng.randint(1, 4000)
+        nbytes = rng.randint(0, 1 << 22)
+        n = nest(0, (operand("a", nbytes, read=True, written=False),), n_iter=n_iter)
+        work = n_iter * 4 / 1e9 + nbytes / SPEC.bank_bandwidth_per_core
+        slower = t_pim(n, SPEC, 2 * c) > t_pim(n, SPEC, c)
+        if abs(work - sync_crossover_work(SPEC, c)) > 1e-12:
+            assert slower == (work < sync_crossover_work(SPEC, c)), (c, n_iter, nbytes)
 
 
 # --- Eq. 8 and Eq. 9 --------------------------------------------------------------------

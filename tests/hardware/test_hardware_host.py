@@ -62,6 +62,8 @@ def test_a_user_file_switches_a_preset_to_modelled_latencies(tmp_path):
     assert hw.host.model.clock == pytest.approx(1.5e9)  # the rest inherited
 
 
+CIM_TABLE = {"crossbars": 10, "crossbar_rows": 256, "crossbar_cols": 256, "t_mvm_ns": 50,
+             "bus_gbps": 1, "internal_gbps": 1, "elem_bytes": 1}  # fmt: skip
 FULL = """
 [host]
 name = "h"
@@ -77,14 +79,7 @@ eff_grouped_conv = 0.1
 eff_matmul = 0.5
 eff_memory = 0.5
 [cim]
-crossbars = 10
-crossbar_rows = 256
-crossbar_cols = 256
-t_mvm_ns = 50
-bus_gbps = 1
-internal_gbps = 1
-elem_bytes = 1
-"""
+""" + "".join(f"{key} = {value}\n" for key, value in CIM_TABLE.items())
 
 
 def test_a_full_file_with_the_host_model(tmp_path):

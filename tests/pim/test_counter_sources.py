@@ -6,8 +6,8 @@ import json
 import shutil
 
 import pytest
+from cli_helpers import assert_one_line_error, run
 
-from placement.cli import main
 from placement.errors import PlacementError
 from placement.profiling import counters as counters_mod
 from placement.profiling.counters import SIMULATED_EVENTS, CountersUnavailable
@@ -51,20 +51,6 @@ def without(monkeypatch, tool):
     real = shutil.which
     monkeypatch.setattr(counters_mod.shutil, "which",
                         lambda name, *a, **k: None if name == tool else real(name, *a, **k))
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(code, err, *fragments):
-    assert code == 1
-    lines = [x for x in err.splitlines() if x.startswith("placement: error:")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 # --------------------------------------------------------------------------- pipeline
@@ -162,15 +148,15 @@ def test_cli_counter_source_errors(capsys, model, tmp_path, monkeypatch, no_pmu)
     without(monkeypatch, "valgrind")
     code, _, err = run(capsys, "profile", model, "--target", "pim", "-o", out_file,
                        "--counters-source", "simulated", *FAST)  # fmt: skip
-    one_error_line(code, err, "--counters-source simulated", "`valgrind`")
+    assert_one_line_error(code, err, "--counters-source simulated", "`valgrind`")
     assert not out_file.exists()
     code, _, err = run(capsys, "profile", model, "-o", out_file, "--counters-source", "perf")
-    one_error_line(code, err, "--counters-source", "needs --target pim")
+    assert_one_line_error(code, err, "--counters-source", "needs --target pim")
     code, _, err = run(capsys, "solve", model, "--target", "pim", "--profile", out_file,
                        "--counters-source", "none")  # fmt: skip
-    one_error_line(code, err, "--counters-source", "with --profile")
+    assert_one_line_error(code, err, "--counters-source", "with --profile")
     code, _, err = run(capsys, "solve", model, "--counters-source", "none")
-    one_error_line(code, err, "--counters-source", "need --target pim")
+    assert_one_line_error(code, err, "--counters-source", "need --target pim")
 
 
 @pytest.mark.integration

@@ -6,6 +6,7 @@ sweeps that follow the sweep directory contract; ``test_report`` reuses them.
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import math
@@ -377,6 +378,24 @@ def test_pim_gantt_sequential_nests_switches_and_total(pim):
         "host CPU",
         f"PIM ({row['cores']} cores)",
     ]
+
+
+@pytest.mark.solver
+def test_pim_gantt_draws_the_documents_t_pim(pim):
+    # A --pim-times file's times reach the chart through the document's per-nest t_pim.
+    rows, docs = pim
+    row = max(rows, key=lambda r: r["n_offloaded"] * 1000 + r["cores"])
+    doc = copy.deepcopy(docs[row["point_id"]])
+    decisions = doc["results"][0]["model"]["decisions"]
+    nid = next(k for k, v in decisions.items() if v == "pim")
+    key = str(doc["results"][0]["n_cores"])
+    nest = next(n for n in doc["nests"] if n["id"] == nid)
+    assert nest["t_pim"][key] > 0  # written by solve --json
+    nest["t_pim"][key] = 0.5  # seconds: dwarfs everything else
+    ax = pim_gantt(doc).get_axes()[0]
+    box = next(p for p in ax.patches if p.get_gid() == nid)
+    scale = {"s": 1.0, "ms": 1e3, "µs": 1e6}[ax.get_xlabel().split("(")[1].rstrip(")")]
+    assert box.get_width() / scale == pytest.approx(0.5)
 
 
 @pytest.mark.solver

@@ -147,6 +147,7 @@ def test_csv_unknown_nest_ids_are_named(tmp_path):
         ("n000,1,2,,4,5", "empty value"),
         ("n000,1,2,3,4", "has 5 fields, the header has 6"),
         ("n000,1,2,3,4,nan", "must be a count >= 0"),
+        ("n000,1,2,3,4,inf", "must be a count >= 0, got inf"),
     ],
 )
 @pytest.mark.unit

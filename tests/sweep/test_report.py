@@ -9,25 +9,12 @@ import re
 from pathlib import Path
 
 import pytest
+from cli_helpers import assert_one_line_error, run
 from test_plots import INT8, cim_sweep_points, pim_profile, pim_sweep_points, write_sweep
 
-from placement.cli import main
 from placement.io import file_sha256
 
 FAST = ["--runs", "3", "--warmup", "1", "-q"]
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line_error(code: int, err: str, fragment: str) -> None:
-    assert code == 1
-    lines = [x for x in err.splitlines() if x.startswith("placement: error:")]
-    assert len(lines) == 1 and fragment in lines[0], err
-    assert "Traceback" not in err
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +146,7 @@ def test_report_errors_are_one_line_and_write_nothing(capsys, tmp_path, make, ar
         argv = ["-o", str(tmp_path / argv[1]), *argv[2:]]
     before = set(tmp_path.rglob("*"))
     code, _, err = run(capsys, "report", target, *argv)
-    one_line_error(code, err, fragment)
+    assert_one_line_error(code, err, fragment)
     assert set(tmp_path.rglob("*")) == before
 
 
@@ -181,7 +168,7 @@ def test_solve_cim_plot_writes_the_gantt(capsys, tmp_path):
 def test_solve_plot_bad_path_fails_before_solving(capsys, tmp_path, name):
     js = tmp_path / "r.json"
     code, _, err = run(capsys, "solve", INT8, "--plot", tmp_path / name, "--json", js, *FAST)
-    one_line_error(code, err, "--plot")
+    assert_one_line_error(code, err, "--plot")
     assert list(tmp_path.iterdir()) == []
 
 

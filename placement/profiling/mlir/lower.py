@@ -43,6 +43,7 @@ from placement.profiling.mlir.extract import (
     outermost_parallels,
     tag_linalg_ops,
 )
+from placement.profiling.mlir.policy import check_user_module
 
 try:  # torch-mlir is heavy; import errors surface as a PlacementError on first use
     from torch_mlir import ir
@@ -188,7 +189,11 @@ def lower_onnx(
 
 
 def lower_mlir(path: str | Path, *, fuse_elementwise: bool = False) -> LoweredProgram:
-    """Lower a user ``.mlir`` file at linalg-on-tensors level (same pipeline from bufferization)."""
+    """Lower a user ``.mlir`` file at linalg-on-tensors level (same pipeline from bufferization).
+
+    The parsed file must pass :func:`~placement.profiling.mlir.policy.check_user_module`
+    (no external functions, no LLVM, memref or other dialects) before any pass runs.
+    """
     _require_torch_mlir()
     path = Path(path)
     start = time.perf_counter()
@@ -204,6 +209,7 @@ def lower_mlir(path: str | Path, *, fuse_elementwise: bool = False) -> LoweredPr
             module = ir.Module.parse(text)
         except Exception as exc:  # MLIRError carries the diagnostics
             raise PlacementError(f"{path}: not valid MLIR ({_mlir_error_line(exc)})") from None
+        check_user_module(module, path)  # a program: nothing outside it may be reached
         func_op = _main_func(module, path)
         func_name = ir.StringAttr(func_op.attributes["sym_name"]).value
         args = _mlir_arg_infos(func_op, path)
@@ -536,7 +542,7 @@ def _mlir_arg_infos(func_op: Any, path: Path) -> tuple[ArgInfo, ...]:
     for index, arg in enumerate(func_op.regions[0].blocks[0].arguments):
         name = _loc_name(arg.location) or f"arg{index}"
         tensor_type = arg.type
-        if not isinstance(tensor_type, ir.RankedTensorType | ir.MemRefType):
+        if not isinstance(tensor_type, ir.RankedTensorType):
             raise PlacementError(
                 f"{path}: argument {name!r} has type {tensor_type}; expected a ranked tensor"
             )

@@ -174,45 +174,12 @@ class Measurement:
         }
 
 
-def profile_model(
-    path: str | Path,
-    *,
-    runs: Runs = 20,
-    warmup: int = 5,
-    intra_op_threads: int = 1,
-    optimization: str = "all",
-    seed: int = 0,
-    tolerance: float = AUTO_TOLERANCE,
-    time_budget: float = AUTO_TIME_BUDGET,
-    round_pause: float = ROUND_PAUSE_SECONDS,
-    progress: Callable[[int, int], None] | None = None,
-    cache: str = "warm",
-) -> HostProfile:
-    """Measure every original node's host latency, in seconds (module docstring).
-
-    ``runs`` measured runs (or ``"auto"``: rounds until stable within ``tolerance``, or
-    ``time_budget`` seconds) after ``warmup`` runs, with ``round_pause`` seconds of sleep
-    between rounds; per node the median over rounds of the per-round minimum.
-    ``progress(done, total)`` is called after every measured run (with ``"auto"``,
-    ``total`` is the cap until the last call). The returned profile's
-    ``metadata["warnings"]`` holds a sentence when the measurement looks unreliable.
-    ``cache="cold"`` flushes the last-level cache before every run
-    (:mod:`placement.profiling.cache_flush`); the default ``"warm"`` runs back to back."""
-    return summarize_runs(
-        measure_runs(
-            path,
-            runs=runs,
-            warmup=warmup,
-            intra_op_threads=intra_op_threads,
-            optimization=optimization,
-            seed=seed,
-            tolerance=tolerance,
-            time_budget=time_budget,
-            round_pause=round_pause,
-            progress=progress,
-            cache=cache,
-        )
-    )
+def profile_model(path: str | Path, **options: Any) -> HostProfile:
+    """Measure every original node's host latency, in seconds (module docstring): per node
+    the median over rounds of the per-round minimum of :func:`measure_runs` (``options``
+    are its). The profile's ``metadata["warnings"]`` holds a sentence when the
+    measurement looks unreliable."""
+    return summarize_runs(measure_runs(path, **options))
 
 
 def measure_runs(
@@ -229,7 +196,14 @@ def measure_runs(
     progress: Callable[[int, int], None] | None = None,
     cache: str = "warm",
 ) -> Measurement:
-    """Run and trace the model as :func:`profile_model` does; the per-run data, unreduced."""
+    """Run and trace the model; per node its per-run seconds, unreduced.
+
+    ``runs`` measured runs (or ``"auto"``: rounds until stable within ``tolerance``, or
+    ``time_budget`` seconds) after ``warmup`` runs, with ``round_pause`` seconds of sleep
+    between rounds. ``progress(done, total)`` is called after every measured run (with
+    ``"auto"``, ``total`` is the cap until the last call). ``cache="cold"`` flushes the
+    last-level cache before every run (:mod:`placement.profiling.cache_flush`); the
+    default ``"warm"`` runs back to back."""
     _check_options(runs, warmup, intra_op_threads, optimization, seed)
     if runs == "auto":
         _check_auto(tolerance, time_budget)
