@@ -254,14 +254,20 @@ def _ort_session(model: onnx.ModelProto):  # -> onnxruntime.InferenceSession
 def strip_folded(model: onnx.ModelProto, state: FoldedModel) -> None:
     """Replace the folded nodes of ``model`` (in place) by initializers holding their values.
 
-    The other nodes, their names and the weights are left as they are (nothing is copied).
+    Only values that a remaining node or a graph output reads are added (not the
+    intermediates of a folded chain). The other nodes, their names and the weights are
+    left as they are (nothing is copied).
     """
     graph = model.graph
     kept = [n for i, n in enumerate(graph.node) if i not in state.folded]
     if len(kept) != len(graph.node):
         del graph.node[:]
         graph.node.extend(kept)
-    graph.initializer.extend(numpy_helper.from_array(v, name) for name, v in state.values.items())
+    read = {name for node in kept for name in node_inputs(node)}
+    read.update(o.name for o in graph.output)
+    graph.initializer.extend(
+        numpy_helper.from_array(value, name) for name, value in state.values.items() if name in read
+    )
 
 
 INFERENCE_STUB_BYTES = 1 << 16

@@ -47,6 +47,10 @@ def test_strip_folded_keeps_the_data_nodes_and_their_names():
     state = fold_and_infer(proto, Path("m.onnx"), max_bytes=MiB)
     strip_folded(proto, state)
     assert {n.name for n in proto.graph.node} == DATA_NODES
+    # Only the values the remaining nodes read: no intermediate of the folded chains.
+    original = {i.name for i in rotate_half_model().graph.initializer}
+    added = {i.name for i in proto.graph.initializer} - original
+    assert added == {"half_1d", "target"}
     onnx.checker.check_model(proto, full_check=True)
     # The stripped model computes what the original does (ONNX's reference evaluator).
     from onnx.reference import ReferenceEvaluator
