@@ -141,20 +141,22 @@ def _exceeds(node: onnx.NodeProto, state: FoldedModel, max_bytes: int) -> bool:
 
 
 def _tensor_bytes(tensor: onnx.TensorProto) -> int:
-    itemsize = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
-    return math.prod(tensor.dims) * itemsize
+    """Bytes of an initializer's data (0 for an undefined type: inference reports it)."""
+    return math.prod(tensor.dims) * _itemsize(tensor.data_type)
 
 
 def _type_bytes(type_proto: onnx.TypeProto | None) -> int | None:
     shape = static_shape(type_proto)
     if shape is None:
         return None
-    elem = type_proto.tensor_type.elem_type
+    return math.prod(shape) * _itemsize(type_proto.tensor_type.elem_type)
+
+
+def _itemsize(elem_type: int) -> int:
     try:
-        itemsize = helper.tensor_dtype_to_np_dtype(elem).itemsize
-    except (KeyError, ValueError):  # string or undefined element type
-        return None
-    return math.prod(shape) * itemsize
+        return helper.tensor_dtype_to_np_dtype(elem_type).itemsize
+    except (KeyError, ValueError, TypeError):  # undefined element type
+        return 0
 
 
 def _opset_domain(domain: str) -> str:
