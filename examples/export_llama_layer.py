@@ -20,7 +20,7 @@ without bias, rotary embedding on the full head, causal softmax attention, SiLU-
 two residuals) at batch 1; weights are random (seeded).
 
 The bundled ``examples/llama_layer_tiny.onnx`` (hidden 64, 2 heads, FFN 172, 8 tokens,
-49,536 parameters, about 210 KB) was made by ``python examples/export_llama_layer.py``;
+49,536 parameters, 220 KB) was made by ``python examples/export_llama_layer.py``;
 the tests use it, so neither they nor CI need torch. ``--size 7b`` exports the LLaMA-7B
 layer (hidden 4096, 32 heads, FFN 11008: 202,383,360 parameters, 0.8 GB of fp32 weights).
 
