@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 from cli_helpers import assert_one_line_error, run
@@ -19,6 +20,7 @@ pytest.importorskip("torch_mlir")
 from placement.pim.pipeline import profile_nests  # noqa: E402
 
 FAST = ["--runs", "2", "--warmup", "1"]
+LLAMA_EXPORT = Path(__file__).resolve().parents[2] / "examples" / "llama_layer_tiny.onnx"
 CORE_ROW = re.compile(r"^\s+(\d+)\s+\d")  # rows of the per-core summary table
 
 LINALG_ADD = """
@@ -323,6 +325,17 @@ def test_solve_mlir_without_profile(capsys, tmp_path):
     assert code == 0, err
     assert "(mlir)" in out and core_rows(out) == [32]
     assert "ONNX Runtime" not in err  # no ONNX-only steps for .mlir
+
+
+@pytest.mark.integration
+def test_pytorch_llama_export_solves(capsys):
+    # A real torch.onnx.export (examples/export_llama_layer.py): its Slice bounds, Reshape
+    # targets, positions and mask are computed from sizes, which folding makes constants.
+    code, out, err = run(capsys, "solve", LLAMA_EXPORT, "--target", "pim", *FAST,
+                         "--pim-cores", "32", "--counters-source", "none")  # fmt: skip
+    assert code == 0, err
+    assert "75 loop nests" in out and core_rows(out) == [32]
+    assert "outputs match ONNX Runtime" in err and "verification passed" in out
 
 
 @pytest.mark.integration

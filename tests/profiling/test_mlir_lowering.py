@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
-from onnx_builders import const, model, save, tensor
+from onnx_builders import const, model, rotate_half_model, save, tensor
 
 from placement.errors import PlacementError
 
@@ -24,6 +26,10 @@ from placement.profiling.mlir.lower import (  # noqa: E402
 from placement.profiling.nest_timing import time_nests  # noqa: E402
 
 MiB = 1 << 20
+LLAMA_EXPORT = Path(__file__).resolve().parents[2] / "examples" / "llama_layer_tiny.onnx"
+# What a PyTorch export computes on sizes only: folded, never a nest.
+SHAPE_OPS = {"Shape", "Gather", "Range", "ConstantOfShape", "Equal", "Where", "Expand", "Less",
+             "Squeeze", "Unsqueeze", "Constant", "Identity"}  # fmt: skip
 
 
 def add_model(n: int = 1024):
@@ -404,6 +410,18 @@ def test_data_dependent_shape_is_rejected_before_torch_mlir(tmp_path):
 
 
 @pytest.mark.unit
+def test_slice_end_from_an_input_is_still_rejected(tmp_path):
+    # Folding resolves sizes computed from static shapes, not sizes read from data.
+    nodes = [helper.make_node("Slice", ["X", "zero", "end", "axes"], ["Y"], name="slice")]
+    inits = [const("zero", [0], np.int64), const("axes", [0], np.int64)]
+    inputs = [tensor("X", [16]), tensor("end", [1], TensorProto.INT64)]
+    out = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None])
+    path = save(model(nodes, inputs, [out], inits), tmp_path)
+    with pytest.raises(PlacementError, match="'slice' \\(Slice\\).*dynamic or data-dependent"):
+        lower_onnx(path)
+
+
+@pytest.mark.unit
 def test_missing_file(tmp_path):
     with pytest.raises(PlacementError, match="no such file"):
         lower_onnx(tmp_path / "absent.onnx")
@@ -566,3 +584,39 @@ def test_gpt2_layer_lowers_and_matches_onnxruntime(tmp_path, seq):
     assert len(fc) == 1 and fc[0].n_total == seq * 768 * 3072
     timing = time_nests(program, runs=2, warmup=1, check_against_onnx=path)
     assert timing.max_abs_error < 1e-3
+
+
+# --------------------------------------------------------------------------- PyTorch exports
+
+
+@pytest.mark.integration
+def test_slice_chain_of_static_shapes_lowers(tmp_path):
+    # Shape -> Gather -> Div -> Unsqueeze -> Slice and Shape -> Gather -> Mul -> Concat ->
+    # Reshape: torch-mlir needs these as constants, and the folding makes them so.
+    path = save(rotate_half_model((1, 2, 8, 16)), tmp_path)
+    program = lower_onnx(path)
+    kept = {"relu", "slice1", "slice2", "neg", "cat", "transpose", "merge"}
+    assert {n.onnx_node for n in program.nests} - {""} <= kept
+    assert {"relu", "neg"} <= {n.onnx_node for n in program.nests}
+    timing = time_nests(program, runs=1, warmup=0, check_against_onnx=path)
+    assert timing.max_abs_error == 0.0  # only data movement and a negation
+
+
+@pytest.mark.integration
+def test_pytorch_llama_export_lowers_and_matches_onnxruntime():
+    """examples/llama_layer_tiny.onnx: torch.onnx.export of a LLaMA decoder layer
+    (examples/export_llama_layer.py), before this folding rejected as dynamic."""
+    program = lower_onnx(LLAMA_EXPORT)
+    graph = onnx.load(str(LLAMA_EXPORT)).graph
+    op_of = {n.name: n.op_type for n in graph.node}
+    origins = {n.onnx_node for n in program.nests} - {""}
+    assert origins <= set(op_of)  # the nests keep the export's node names
+    assert not {op_of[name] for name in origins} & SHAPE_OPS
+    for layer in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        assert f"/self_attn/{layer}/MatMul" in origins
+    # rotate_half: its Slices are views read by the negation and the concatenation.
+    assert {"/self_attn/Neg", "/self_attn/Concat_3", "/self_attn/Softmax", "/Add_1"} <= origins
+    # The projections' weights are arguments, not constants of the program.
+    assert {a.shape for a in program.weight_args} >= {(64, 64), (64, 172), (172, 64)}
+    timing = time_nests(program, runs=1, warmup=0, check_against_onnx=LLAMA_EXPORT)
+    assert timing.max_abs_error < 1e-4
