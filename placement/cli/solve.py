@@ -103,7 +103,8 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         help="CIM: 'decomposition' splits the graph at operators no edge jumps over and"
         " solves the blocks between them alone, combined exactly (an optimum, or a"
         " certified gap when time runs out); 'monolithic' solves one model. 'auto'"
-        " (default): decomposition for graphs of 150 operators or more with two blocks",
+        " (default): decomposition for graphs of 150 operators or more whose largest"
+        " block holds at most half of them",
     )
     sol.add_argument(
         "--no-warm-start",
