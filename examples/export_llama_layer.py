@@ -23,11 +23,14 @@ The bundled ``examples/llama_layer_tiny.onnx`` (hidden 64, 2 heads, FFN 172, 8 t
 49,536 parameters, 220 KB) was made by ``python examples/export_llama_layer.py``;
 the tests use it, so neither they nor CI need torch. ``--size 7b`` exports the LLaMA-7B
 layer (hidden 4096, 32 heads, FFN 11008: 202,383,360 parameters, 0.8 GB of fp32 weights).
+``--layers N`` stacks N such layers (``benchmarks/model_memory.py`` exports 8 layers of
+``--size medium``: hidden 1024, 16 heads, FFN 2816, 12,847,104 parameters per layer).
 
 Needs torch, which placement does not depend on: ``pip install -e '.[export]'`` (pins
 ``torch==2.13.0``).
 
-Usage: ``python examples/export_llama_layer.py [--size tiny|7b] [--seq 8] [-o FILE]``
+Usage: ``python examples/export_llama_layer.py [--size tiny|medium|7b] [--seq 8] [--layers 1]
+[-o FILE]``
 """
 
 from __future__ import annotations
@@ -43,10 +46,15 @@ from torch import nn
 
 SIZES = {
     "tiny": {"hidden": 64, "heads": 2, "ffn": 172},
+    "medium": {"hidden": 1024, "heads": 16, "ffn": 2816},
     "7b": {"hidden": 4096, "heads": 32, "ffn": 11008},
 }
 
-DEFAULT_OUT = {"tiny": "examples/llama_layer_tiny.onnx", "7b": "llama_layer_7b.onnx"}
+DEFAULT_OUT = {
+    "tiny": "examples/llama_layer_tiny.onnx",
+    "medium": "llama_layer_medium.onnx",
+    "7b": "llama_layer_7b.onnx",
+}
 OPSET = 17
 SEED = 20240601
 
@@ -141,11 +149,25 @@ class LlamaDecoderLayer(nn.Module):
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
-def export(size: str, seq: int, out: Path) -> int:
-    """Export the layer to ``out`` (static shapes, batch 1); returns its parameter count."""
+class LlamaStack(nn.Module):
+    """``layers`` decoder layers one after the other (no embedding, no head)."""
+
+    def __init__(self, layers: int, hidden: int, heads: int, ffn: int) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(LlamaDecoderLayer(hidden, heads, ffn) for _ in range(layers))
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            hidden_states = layer(hidden_states)
+        return hidden_states
+
+
+def export(size: str, seq: int, out: Path, layers: int = 1) -> int:
+    """Export the layer (or ``layers`` stacked layers) to ``out`` (static shapes, batch 1);
+    returns its parameter count."""
     torch.manual_seed(SEED)
     config = SIZES[size]
-    layer = LlamaDecoderLayer(**config).eval()
+    layer = (LlamaDecoderLayer(**config) if layers == 1 else LlamaStack(layers, **config)).eval()
     x = torch.randn(1, seq, config["hidden"])
     dims = {0: "batch", 1: "seq"}
     with torch.no_grad():
@@ -168,10 +190,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="tiny")
     parser.add_argument("--seq", type=int, default=8, help="static sequence length (batch 1)")
+    parser.add_argument("--layers", type=int, default=1, help="decoder layers, stacked")
     parser.add_argument("-o", "--out", type=Path, help="output .onnx (default by --size)")
     args = parser.parse_args()
+    if args.layers < 1:
+        parser.error("--layers must be at least 1")
     out = args.out or Path(DEFAULT_OUT[args.size])
-    params = export(args.size, args.seq, out)
+    params = export(args.size, args.seq, out, args.layers)
     print(f"wrote {out} ({out.stat().st_size} bytes, {params} parameters)")
 
 

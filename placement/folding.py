@@ -14,8 +14,10 @@ tensors that ONNX inference leaves unknown are asked of ONNX Runtime's own infer
 Memory: inference runs on a skeleton of the model in which initializers above
 ``INFERENCE_STUB_BYTES`` (weights: no shape depends on their values) are declared as
 graph inputs of the same type instead of being copied, so a round costs the graph, not
-the weights. ``max_bytes`` bounds what is folded: a node is folded only if none of its
-inputs and outputs exceeds it (checked on the inferred shapes before evaluating, so a
+the weights (:func:`weightless`). Initializers that are references to their files
+(:mod:`placement.weights`) are read, when a node is folded, as memory-mapped arrays.
+``max_bytes`` bounds what is folded: a node is folded only if none of its inputs and
+outputs exceeds it (checked on the inferred shapes before evaluating, so a
 large weight is never read, transposed or copied, and ``ConstantOfShape`` never
 materializes a large tensor). The CIM ingestion folds without bound (a QDQ weight must
 become a constant); the loop-nest lowering bounds it (its shape subgraphs only).
@@ -34,6 +36,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from placement.errors import PlacementError
 from placement.onnxfile import NONDETERMINISTIC_OPS, first_line
+from placement.weights import INLINE_MAX_BYTES, set_external_folder, tensor_array
 
 
 def node_domain(node: onnx.NodeProto) -> str:
@@ -50,6 +53,7 @@ class FoldedModel:
     folded: set[int] = field(default_factory=set)  # indices into graph.node
     types: dict[str, onnx.TypeProto] = field(default_factory=dict)
     too_large: set[int] = field(default_factory=set)  # constant, but over max_bytes
+    base_dir: Path | None = None  # where initializers that are references are resolved
 
     def is_constant(self, name: str) -> bool:
         return name in self.initializers or name in self.values or name in self.sparse
@@ -57,7 +61,7 @@ class FoldedModel:
     def value(self, name: str) -> np.ndarray:
         if name in self.values:
             return self.values[name]
-        return numpy_helper.to_array(self.initializers[name])
+        return tensor_array(self.initializers[name], self.base_dir)
 
 
 def fold_and_infer(
@@ -71,14 +75,15 @@ def fold_and_infer(
     state = FoldedModel(
         initializers={t.name: t for t in graph.initializer},
         sparse={s.values.name: s for s in graph.sparse_initializer},
+        base_dir=Path(path).parent,
     )
-    state.types = _infer(_inference_model(model, state), path)
+    state.types = _infer(weightless(model, state), path)
     # A Shape node may only become foldable once inference sees folded values
     # upstream; each round folds at least one node, so this terminates.
     while _fold_pass(model, state, max_bytes):
-        state.types = _infer(_inference_model(model, state), path)
+        state.types = _infer(weightless(model, state), path)
     if ask_ort:
-        _fill_types_from_ort(model, state)
+        _fill_types_from_ort(model, state, path)
     return state
 
 
@@ -240,10 +245,12 @@ def _run_ort(
     return [by_name.get(name) for name in node.output]
 
 
-def _ort_session(model: onnx.ModelProto):  # -> onnxruntime.InferenceSession
+def _ort_session(model: onnx.ModelProto, path: Path | None = None):  # -> InferenceSession
     import onnxruntime as ort
 
     options = ort.SessionOptions()
+    if path is not None:  # initializers that are references into the model's files
+        set_external_folder(options, path)
     # Keep node/tensor names as in the file and skip work we do not need.
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
@@ -272,11 +279,14 @@ def strip_folded(model: onnx.ModelProto, state: FoldedModel) -> None:
     )
 
 
-INFERENCE_STUB_BYTES = 1 << 16
+INFERENCE_STUB_BYTES = INLINE_MAX_BYTES
 
 
-def _inference_model(model: onnx.ModelProto, state: FoldedModel) -> onnx.ModelProto:
-    """The folded model for shape inference: large constants declared, not copied."""
+def weightless(model: onnx.ModelProto, state: FoldedModel | None = None) -> onnx.ModelProto:
+    """The (folded) model for the checker and shape inference: constants over
+    INFERENCE_STUB_BYTES declared as graph inputs of their type, not copied."""
+    if state is None:
+        state = FoldedModel(initializers={}, sparse={})
     graph = model.graph
     skeleton = onnx.ModelProto(ir_version=model.ir_version)
     skeleton.opset_import.extend(model.opset_import)
@@ -306,7 +316,7 @@ def _inference_model(model: onnx.ModelProto, state: FoldedModel) -> onnx.ModelPr
     return skeleton
 
 
-def _fill_types_from_ort(model: onnx.ModelProto, state: FoldedModel) -> None:
+def _fill_types_from_ort(model: onnx.ModelProto, state: FoldedModel, path: Path) -> None:
     """Ask ONNX Runtime for tensors ONNX inference left without a static shape (contrib ops)."""
     kept = [n for i, n in enumerate(model.graph.node) if i not in state.folded]
     missing = [
@@ -319,12 +329,12 @@ def _fill_types_from_ort(model: onnx.ModelProto, state: FoldedModel) -> None:
     if not missing:
         return
     probe = onnx.ModelProto()
-    probe.CopyFrom(model)  # ONNX Runtime needs the weights: a rare path (contrib ops)
+    probe.CopyFrom(model)  # large weights are references: ORT reads them from their files
     strip_folded(probe, state)
     declared = {o.name for o in probe.graph.output}
     probe.graph.output.extend(onnx.ValueInfoProto(name=n) for n in missing if n not in declared)
     try:
-        session = _ort_session(probe)
+        session = _ort_session(probe, path)
     except Exception:  # the shape errors later name the unresolved tensors
         return
     for meta in session.get_outputs():

@@ -7,6 +7,9 @@ Eq. 1 (weight matrix ``M_v x N_v``) and ``N_mvm,v`` (Section IV-A2).
 
 Ingestion steps, and why:
 
+* The model is read with its large weights left in their files
+  (:mod:`placement.weights`): only their shapes and types matter here, and a
+  model's memory should be its weights once (ONNX Runtime's), not a multiple.
 * The ONNX checker and strict shape inference (with data propagation) run
   first, so that a malformed model fails here with one line, not in a solver.
 * Constant folding and static shape inference (:mod:`placement.folding`): a
@@ -57,7 +60,14 @@ import onnx
 from onnx import TensorProto, helper
 
 from placement.errors import PlacementError
-from placement.folding import FoldedModel, fold_and_infer, node_domain, node_inputs, static_shape
+from placement.folding import (
+    FoldedModel,
+    fold_and_infer,
+    node_domain,
+    node_inputs,
+    static_shape,
+    weightless,
+)
 from placement.io import file_sha256
 from placement.onnxfile import first_line, node_names, read_onnx
 
@@ -141,7 +151,7 @@ KNOWN_DOMAINS = ("", "ai.onnx", "com.microsoft", "ai.onnx.ml")
 def load_graph(path: str | Path) -> OpGraph:
     """Read, check, constant-fold and shape an ONNX model into an :class:`OpGraph`."""
     path = Path(path)
-    model = read_onnx(path)
+    model = read_onnx(path, load_weights=False)  # weights stay in their files
     names = node_names(model.graph)
     _check_nodes(model, names, path)
     _check_model(model, path)
@@ -246,8 +256,10 @@ def _ort_contrib_ops() -> set[str]:
 
 
 def _check_model(model: onnx.ModelProto, path: Path) -> None:
+    # The weights declared, not copied: the checker would serialize them, and it resolves
+    # external data against the working directory when it is given a model in memory.
     try:
-        onnx.checker.check_model(model, full_check=True)
+        onnx.checker.check_model(weightless(model), full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         raise PlacementError(f"{path}: invalid ONNX model: {first_line(exc)}") from None
     except ValueError as exc:  # e.g. models over 2 GB cannot be checked in memory

@@ -1,5 +1,6 @@
-"""ONNX files: reading them with one-line errors and contained external data, and the
-names of their nodes.
+"""ONNX files: reading them with one-line errors and contained external data (weights
+left in their files on request), the memory check before reading, and the names of
+their nodes.
 
 Node names: ONNX allows empty and duplicate node names. Every stage (ingestion,
 profiling, profile files, results) keys operators by the name :func:`node_names`
@@ -10,14 +11,20 @@ for unnamed nodes. Later clashes get a ``__<index>`` suffix.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import onnx
-from onnx.external_data_helper import ExternalDataInfo, load_external_data_for_model
+from onnx.external_data_helper import (
+    ExternalDataInfo,
+    load_external_data_for_model,
+    load_external_data_for_tensor,
+)
 
 from placement.errors import PlacementError
+from placement.weights import INLINE_MAX_BYTES, ITEMSIZE, embedded_as_references, is_reference
 
 # Random ops: folding one would freeze a single draw into a constant, so neither
 # ONNX Runtime nor our ingestion folds them.
@@ -27,28 +34,113 @@ NONDETERMINISTIC_OPS = frozenset(
 )
 
 
-def read_onnx(path: str | Path) -> onnx.ModelProto:
+def read_onnx(path: str | Path, *, load_weights: bool = True) -> onnx.ModelProto:
     """Load an ONNX model (with external data) or raise a one-line PlacementError.
 
     External data is read only from files inside the model's directory
-    (:func:`check_external_data`), checked before any of them is opened.
+    (:func:`check_external_data`), checked before any of them is opened. A model whose
+    files do not fit in the memory available is refused before anything is read
+    (:func:`check_fits_in_memory`). ``load_weights=False``: initializers over
+    :data:`~placement.weights.INLINE_MAX_BYTES` stay in their files as external-data
+    references (for a single-file model, into the model file itself), so the weights
+    are neither read nor copied (:mod:`placement.weights`); everything else is as loaded.
     """
     path = Path(path)
     if not path.exists():
         raise PlacementError(f"{path}: no such file")
     if path.is_dir():
         raise PlacementError(f"{path}: is a directory, expected an .onnx file")
+    check_fits_in_memory(path, path.stat().st_size)
     try:
-        model = onnx.load(str(path), load_external_data=False)
+        model = _parse(path, load_weights)
         if not model.HasField("graph"):
             raise PlacementError(f"{path}: not a readable ONNX model (no graph)")
         if check_external_data(model, path):
-            load_external_data_for_model(model, str(path.parent))
+            check_fits_in_memory(path, model_file_bytes(model, path))
+            if load_weights:
+                load_external_data_for_model(model, str(path.parent))
+            else:
+                _load_small_external_data(model, path.parent)
     except PlacementError:
         raise
     except Exception as exc:  # protobuf raises a variety of types on garbage input
         raise PlacementError(f"{path}: not a readable ONNX model ({first_line(exc)})") from None
     return model
+
+
+def _parse(path: Path, load_weights: bool) -> onnx.ModelProto:
+    if not load_weights:
+        split = embedded_as_references(path)
+        if split is not None:
+            try:
+                return onnx.ModelProto.FromString(split)
+            except Exception:  # parsed as usual below: the same error as a full load
+                pass
+    return onnx.load(str(path), load_external_data=False)
+
+
+def _load_small_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
+    """Read the external tensors of up to INLINE_MAX_BYTES into the protobuf (shape
+    inference reads small constants); larger ones stay references."""
+    for _, tensor in _all_tensors(model):
+        if is_reference(tensor) and _data_bytes(tensor) <= INLINE_MAX_BYTES:
+            load_external_data_for_tensor(tensor, str(base_dir))
+            tensor.data_location = onnx.TensorProto.DEFAULT
+            del tensor.external_data[:]
+
+
+def _data_bytes(tensor: onnx.TensorProto) -> int:
+    length = ExternalDataInfo(tensor).length
+    if length is not None:
+        return int(length)
+    return math.prod(tensor.dims) * ITEMSIZE.get(tensor.data_type, 1)
+
+
+def model_file_bytes(model: onnx.ModelProto, path: str | Path) -> int:
+    """Bytes of the model file and of the distinct external data files it names (checked
+    by :func:`check_external_data` before)."""
+    path = Path(path)
+    files = {path.resolve()}
+    base = path.absolute().parent
+    for _, tensor in _all_tensors(model):
+        if is_reference(tensor):
+            files.add((base / ExternalDataInfo(tensor).location).resolve())
+    return sum(f.stat().st_size for f in files)
+
+
+_MEMINFO = Path("/proc/meminfo")
+
+
+def available_memory_bytes() -> int | None:
+    """``MemAvailable`` of /proc/meminfo in bytes; None where it cannot be read."""
+    try:
+        for line in _MEMINFO.read_text(encoding="ascii", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            fields = value.split()
+            if key == "MemAvailable" and fields and fields[0].isdigit():
+                return int(fields[0]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def check_fits_in_memory(path: str | Path, need_bytes: int, limit_bytes: int | None = None) -> None:
+    """Refuse, in one line, a model whose files (``need_bytes``: the model file and its
+    external data) exceed ``limit_bytes``, by default the memory available now
+    (:func:`available_memory_bytes`; nothing is refused where it is unknown).
+
+    Profiling holds the weights in memory once (ONNX Runtime's copy); a model larger
+    than the memory would only end in swapping or the kernel's out-of-memory killer.
+    """
+    limit = available_memory_bytes() if limit_bytes is None else limit_bytes
+    if limit is None or need_bytes <= limit:
+        return
+    what = "of memory available (MemAvailable)" if limit_bytes is None else "memory limit"
+    raise PlacementError(
+        f"{path}: the model takes {need_bytes / 1e9:.3g} GB with its weights, more than the"
+        f" {limit / 1e9:.3g} GB {what}: it cannot be profiled here; free memory or use a"
+        " machine with more"
+    )
 
 
 def check_external_data(model: onnx.ModelProto, path: str | Path) -> int:
@@ -58,10 +150,12 @@ def check_external_data(model: onnx.ModelProto, path: str | Path) -> int:
     ONNX resolves a tensor's ``location`` against the model's directory: an absolute
     location, ``..`` or a symbolic link could make loading a model read any file this
     user can read. Every location must name an existing file whose real path (links
-    resolved) lies inside the model's real directory.
+    resolved) lies inside the model's real directory, or the model file itself (the
+    references :func:`read_onnx` makes for ``load_weights=False``).
     """
     path = Path(path)
     base = path.absolute().parent.resolve()
+    itself = path.resolve()
     count = 0
     for kind, tensor in _all_tensors(model):
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
@@ -77,6 +171,8 @@ def check_external_data(model: onnx.ModelProto, path: str | Path) -> int:
                 " model's directory"
             )
         target = (base / location).resolve()
+        if target == itself:
+            continue
         if not target.is_relative_to(base):
             raise PlacementError(
                 f"{what} resolves to {target}, outside the model's directory {base}: refused"

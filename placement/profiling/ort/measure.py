@@ -114,6 +114,7 @@ from placement.profiling.ort.trace import (
     per_node_times,
     split_runs,
 )
+from placement.weights import set_external_folder
 
 OPTIMIZATION_LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -213,7 +214,7 @@ def measure_runs(
         raise PlacementError(f"round pause must be 0 to 60 seconds, got {round_pause!r}")
     probe = LoadProbe()  # from here to the last run: others' load while preparing and running
     path = Path(path)
-    model = read_onnx(path)
+    model = read_onnx(path, load_weights=False)  # ORT maps the weights from their files
     sha = file_sha256(path)
     names = node_names(model.graph)
     if not names:
@@ -306,7 +307,7 @@ def plain_inference_seconds(
     if runs == "auto":
         raise PlacementError("runs must be an integer >= 1 for plain inference, got 'auto'")
     path = Path(path)
-    model = read_onnx(path)
+    model = read_onnx(path, load_weights=False)
     with tempfile.TemporaryDirectory(prefix="placement-plain-") as tmp:
         session = _create_session(
             model, _session_options(intra_op_threads, optimization), path, tmp
@@ -519,7 +520,8 @@ def _create_session(
     model: onnx.ModelProto, options: ort.SessionOptions, path: Path, tmp: str
 ) -> ort.InferenceSession:
     if model.ByteSize() < _MAX_PROTO_BYTES:
-        source: str | bytes = model.SerializeToString()
+        source: str | bytes = model.SerializeToString()  # large weights are references
+        set_external_folder(options, path)
     else:  # too big for one protobuf message: hand ORT a file with external weights
         source = os.path.join(tmp, "model.onnx")
         onnx.save(model, source, save_as_external_data=True, location="model.data")
