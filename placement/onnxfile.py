@@ -69,7 +69,9 @@ def read_onnx(path: str | Path, *, load_weights: bool = True) -> onnx.ModelProto
 
 
 def _parse(path: Path, load_weights: bool) -> onnx.ModelProto:
-    if not load_weights:
+    # A link to a file in another directory keeps its weights in the protobuf: ONNX Runtime
+    # refuses external data that resolves outside the directory the model is named in.
+    if not load_weights and path.resolve().parent == path.absolute().parent.resolve():
         split = embedded_as_references(path)
         if split is not None:
             try:
