@@ -22,3 +22,12 @@ def fmt_bytes(n: float) -> str:
         if n >= scale:
             return f"{n / scale:.3g} {unit}"
     return f"{int(n)} B"
+
+
+def fmt_bytes_si(n: float) -> str:
+    """A byte count in decimal units (1 GB = 1e9 B, as ``--memory-limit`` takes it):
+    ``4.0 TB``, ``11.2 GB``, ``512 B``."""
+    for unit, scale in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} B"

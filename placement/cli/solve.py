@@ -17,6 +17,7 @@ from placement.cli.common import (
     EXIT_NO_SOLUTION,
     Command,
     check_output_file,
+    check_override_flags,
     check_solver_flags,
     cim_hardware,
     cim_hardware_options,
@@ -32,7 +33,7 @@ from placement.cli.profile import (
     measure_nests_with_counters,
     pim_host_times,
 )
-from placement.errors import PlacementError
+from placement.errors import PlacementError, repeated
 from placement.hardware.pim import DEFAULT_PIM_PRESET
 from placement.solvers.base import SolveStatus
 
@@ -210,10 +211,13 @@ def solve_cim(args: argparse.Namespace) -> int:
     from placement.io import write_json_atomic
 
     check_solver_flags(args)
+    check_override_flags(args)  # and --hardware: read by host_profile, before profiling
     if args.plot:
         from placement.plots.common import check_figure_path
 
         check_figure_path(args.plot, "--plot")  # before any profiling or solving
+    if args.json:
+        check_output_file(args.json, "--json")
     graph = load_graph(args.model)
     n_cim = len(graph.cim_capable())
     info(
@@ -286,6 +290,7 @@ def solve_cim(args: argparse.Namespace) -> int:
 def host_profile(args: argparse.Namespace, graph: Any) -> tuple[Any, dict[str, Any] | None]:
     """(HostProfile, its metadata) of ``--profile`` or measured now; (None, None) when
     ``--hardware`` models the host latencies (then nothing is measured)."""
+    from placement.cim.instance import check_latencies
     from placement.profiling.host_profile import HostProfile
 
     if modelled_host(args):
@@ -299,6 +304,7 @@ def host_profile(args: argparse.Namespace, graph: Any) -> tuple[Any, dict[str, A
     if args.profile:
         profile = HostProfile.load(args.profile)
         profile.check_matches(graph.sha256, graph.path)
+        check_latencies(graph, profile.latencies, f"profile {args.profile}")
         source = f"loaded from {args.profile}"
     else:
         profile = measure_host(args, graph.path)
@@ -456,7 +462,8 @@ HANDLERS = {"cim": solve_cim, "pim": solve_pim}
 
 
 def parse_cores(text: str) -> list[int]:
-    """'32,64,128' -> [32, 64, 128]; anything else is a one-line error."""
+    """'32,64,128' -> [32, 64, 128]; anything else (also a count given twice) is a
+    one-line error."""
     out: list[int] = []
     for part in str(text).split(","):
         part = part.strip()
@@ -465,6 +472,10 @@ def parse_cores(text: str) -> list[int]:
                 f"--pim-cores must be a comma-separated list of positive whole numbers,"
                 f" got {part!r} in {text!r}"
             )
-        if int(part) not in out:
-            out.append(int(part))
+        out.append(int(part))
+    twice = repeated(out)
+    if twice:
+        raise PlacementError(
+            f"--pim-cores {text}: {', '.join(map(str, twice))} given twice; give each once"
+        )
     return out

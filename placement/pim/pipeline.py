@@ -49,6 +49,7 @@ from placement.blocks import Loop
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.io import file_sha256
+from placement.onnxfile import read_onnx
 from placement.pim.instance import PimInstance
 from placement.pim.times import PimTimes
 from placement.profiling.counters import (
@@ -63,6 +64,7 @@ from placement.profiling.counters import (
     select_source,
 )
 from placement.profiling.host import host_description
+from placement.profiling.memory import check_model_memory, check_program_memory
 from placement.profiling.nest_profile import FILE, MEASURED, UNAVAILABLE, NestProfile
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total); phases below
@@ -219,6 +221,7 @@ def profile_nests(
     host_times: str | None = None,
     cache: str | None = None,
     markers: str = "auto",
+    memory_limit_gb: float | None = None,
 ) -> NestProfile:
     """Lower ``path``, time its nests, attach counters; see the module doc.
 
@@ -232,7 +235,10 @@ def profile_nests(
     ``host_times``: ``"ort"`` | ``"compiled"`` | ``"jit"`` and ``cache``: ``"warm"`` |
     ``"cold"`` (module doc; None = the :func:`default_host_times`, else ort for .onnx,
     compiled for .mlir, and warm). ``markers``: ``"auto"`` | ``"c"`` | ``"python"``
-    (:func:`~placement.profiling.nest_timing.time_nests`).
+    (:func:`~placement.profiling.nest_timing.time_nests`). A model whose run (in the JIT
+    or in ONNX Runtime) would need more memory than ``memory_limit_gb`` (default: half the
+    available memory) is refused before anything is allocated
+    (:mod:`placement.profiling.memory`).
     """
     from placement.profiling.nest_timing import time_nests  # loads torch-mlir
 
@@ -252,10 +258,13 @@ def profile_nests(
         choice = select_source(requested)
     except CountersUnavailable as exc:
         raise PlacementError(f"--counters-source {requested}: {exc.reason}") from None
+    if not is_mlir(path):  # ONNX Runtime runs it too; refused before it is even lowered
+        check_model_memory(path, read_onnx(path, load_weights=False), memory_limit_gb)
     if program is None:
         program = lower_model(path)
     if not program.nests:
         raise PlacementError(f"{path}: the lowering materializes no loop nests; nothing to place")
+    check_program_memory(program, memory_limit_gb)
 
     def phase(name: str) -> Callable[[int, int], None] | None:
         if progress is None:
@@ -283,7 +292,7 @@ def profile_nests(
 
         ort_profile = profile_model(
             path, runs=runs, warmup=warmup, intra_op_threads=1, optimization="all",
-            seed=seed, cache=cache, progress=phase(ORT_PHASE),
+            seed=seed, cache=cache, progress=phase(ORT_PHASE), memory_limit_gb=memory_limit_gb,
         )  # fmt: skip
         ort_cpu_only = ort_profile.kernel_total
         ort_record = _ort_summary(ort_profile)

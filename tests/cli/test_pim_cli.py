@@ -70,7 +70,8 @@ def env(tmp_path_factory):
 
 
 def core_rows(out: str) -> list[int]:
-    section = out.split("N_core", 1)[1].split("\n\n", 1)[0]
+    # the table under the header line (rule reasons may mention N_core too: "N_iter < N_core")
+    section = out.split("\nN_core ", 1)[1].split("\n\n", 1)[0]
     return [int(m.group(1)) for line in section.splitlines() if (m := CORE_ROW.match(line))]
 
 

@@ -40,7 +40,7 @@ from onnx import numpy_helper
 from placement.errors import PlacementError
 from placement.folding import fold_and_infer, strip_folded
 from placement.nests import LoopNest
-from placement.onnxfile import node_names, read_onnx
+from placement.onnxfile import NOT_NUMERIC_FIX, node_names, read_onnx
 from placement.profiling.mlir.extract import (
     extract_nests,
     loc_tag,
@@ -344,7 +344,15 @@ def _check_static_inputs(graph: onnx.GraphProto, path: Path) -> None:
             continue
         tensor_type = value.type.tensor_type
         if not value.type.HasField("tensor_type"):
-            raise PlacementError(f"{path}: input {value.name!r} is not a tensor")
+            kind = value.type.WhichOneof("value") or "value of unknown type"
+            raise PlacementError(
+                f"{path}: input {value.name!r} is a {kind.removesuffix('_type')}, not a"
+                f" tensor: {NOT_NUMERIC_FIX}"
+            )
+        if tensor_type.elem_type == onnx.TensorProto.STRING:
+            raise PlacementError(
+                f"{path}: input {value.name!r} is a string tensor: {NOT_NUMERIC_FIX}"
+            )
         if not tensor_type.HasField("shape"):
             raise PlacementError(
                 f"{path}: input {value.name!r} has an unknown shape; "
