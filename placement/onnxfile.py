@@ -160,12 +160,10 @@ def check_external_data(model: onnx.ModelProto, path: str | Path) -> int:
     ONNX resolves a tensor's ``location`` against the model's directory: an absolute
     location, ``..`` or a symbolic link could make loading a model read any file this
     user can read. Every location must name an existing file whose real path (links
-    resolved) lies inside the model's real directory, or the model file itself (the
-    references :func:`read_onnx` makes for ``load_weights=False``).
+    resolved) lies inside the model's real directory.
     """
     path = Path(path)
     base = path.absolute().parent.resolve()
-    itself = path.resolve()
     count = 0
     for kind, tensor in _all_tensors(model):
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
@@ -181,8 +179,6 @@ def check_external_data(model: onnx.ModelProto, path: str | Path) -> int:
                 " model's directory"
             )
         target = (base / location).resolve()
-        if target == itself:
-            continue
         if not target.is_relative_to(base):
             raise PlacementError(
                 f"{what} resolves to {target}, outside the model's directory {base}: refused"

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import mmap
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,31 +91,31 @@ def embedded_as_references(path: Path, min_bytes: int = INLINE_MAX_BYTES) -> byt
 
 
 def _split_model(buf: mmap.mmap, location: str, min_bytes: int) -> bytes | None:
-    pieces: list[bytes] = []
-    changed = False
-    for number, wire, key, start, stop in _fields(buf, 0, len(buf)):
-        graph = None
-        if number == _MODEL_GRAPH and wire == _LENGTH_DELIMITED:
-            graph = _split_graph(buf, start, stop, location, min_bytes)
-        if graph is None:
-            pieces.append(buf[key:stop])
-        else:
-            pieces.append(_delimited(_MODEL_GRAPH, graph))
-            changed = True
-    return b"".join(pieces) if changed else None
+    def tensor(start: int, stop: int) -> bytes | None:
+        return (
+            _reference(buf, start, stop, location, min_bytes) if stop - start > min_bytes else None
+        )
+
+    def graph(start: int, stop: int) -> bytes | None:
+        return _rewrite(buf, start, stop, _GRAPH_INITIALIZER, tensor)
+
+    return _rewrite(buf, 0, len(buf), _MODEL_GRAPH, graph)
 
 
-def _split_graph(buf: mmap.mmap, begin: int, end: int, location: str, min_bytes: int):
+def _rewrite(
+    buf: mmap.mmap, begin: int, end: int, number: int, change: Callable[[int, int], bytes | None]
+) -> bytes | None:
+    """The message at ``buf[begin:end]`` with each length-delimited field ``number``
+    replaced by what ``change(start, stop)`` of its payload gives (None: kept as it is);
+    None if no field changed."""
     pieces: list[bytes] = []
     changed = False
-    for number, wire, key, start, stop in _fields(buf, begin, end):
-        tensor = None
-        if number == _GRAPH_INITIALIZER and wire == _LENGTH_DELIMITED and stop - start > min_bytes:
-            tensor = _reference(buf, start, stop, location, min_bytes)
-        if tensor is None:
+    for field, wire, key, start, stop in _fields(buf, begin, end):
+        payload = change(start, stop) if field == number and wire == _LENGTH_DELIMITED else None
+        if payload is None:
             pieces.append(buf[key:stop])
         else:
-            pieces.append(_delimited(_GRAPH_INITIALIZER, tensor))
+            pieces.append(_delimited(number, payload))
             changed = True
     return b"".join(pieces) if changed else None
 

@@ -1,4 +1,5 @@
-"""Reading ONNX files: external data is read only from inside the model's directory."""
+"""Reading ONNX files: external data is read only from inside the model's directory, and a
+model larger than the memory is refused before it is read."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from hostile_inputs import external_data_model
 from onnx import TensorProto, helper, numpy_helper
 from onnx_builders import model, tensor
 
+import placement.onnxfile
 from placement.errors import PlacementError
-from placement.onnxfile import read_onnx
+from placement.onnxfile import check_fits_in_memory, read_onnx
 
 W = np.arange(16, dtype=np.float32).reshape(4, 4)
 
@@ -89,3 +91,60 @@ def test_external_data_in_a_subgraph_is_checked_too(tmp_path):
 def test_a_missing_external_file_is_one_line(tmp_path):
     path = external_data_model(tmp_path / "model", "w.bin")
     refused(path, "at 'w.bin' is missing")
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def memory_refused(path, limit, *fragments):
+    with pytest.raises(PlacementError) as info:
+        read_onnx(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: the model takes ") and "\n" not in message
+    assert f"more than the {limit / 1e9:.3g} GB of memory available (MemAvailable)" in message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+@pytest.mark.unit
+def test_a_model_larger_than_the_available_memory_is_refused_before_it_is_read(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(placement.onnxfile, "available_memory_bytes", lambda: 50_000)
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"\xff" * 100_000)  # not ONNX: reading it would say so
+    memory_refused(junk, 50_000, "0.0001 GB with its weights")
+    small = tmp_path / "small.onnx"
+    small.write_bytes(b"\xff" * 1000)
+    with pytest.raises(PlacementError, match="not a readable ONNX model"):
+        read_onnx(small)
+    monkeypatch.setattr(placement.onnxfile, "available_memory_bytes", lambda: None)
+    with pytest.raises(PlacementError, match="not a readable ONNX model"):
+        read_onnx(junk)  # unknown: nothing refused
+
+
+@pytest.mark.unit
+def test_external_data_counts_with_the_model_file(tmp_path, monkeypatch):
+    data = tmp_path / "model" / "w.bin"
+    path = external_data_model(tmp_path / "model", "w.bin", data)
+    with data.open("ab") as fh:
+        fh.write(bytes(200_000))  # the file counts, not only the 64 bytes of W
+    total = path.stat().st_size + data.stat().st_size
+    monkeypatch.setattr(placement.onnxfile, "available_memory_bytes", lambda: total - 1)
+    for load_weights in (True, False):
+        with pytest.raises(PlacementError, match="more than the 0.0002 GB of memory available"):
+            read_onnx(path, load_weights=load_weights)
+    monkeypatch.setattr(placement.onnxfile, "available_memory_bytes", lambda: total)
+    assert np.array_equal(numpy_helper.to_array(read_onnx(path).graph.initializer[0]), W)
+
+
+@pytest.mark.unit
+def test_an_explicit_limit_in_bytes(tmp_path):
+    check_fits_in_memory(tmp_path / "m.onnx", 10**9, limit_bytes=10**9)
+    with pytest.raises(PlacementError) as info:
+        check_fits_in_memory(tmp_path / "m.onnx", 3 * 10**9, limit_bytes=2 * 10**9)
+    assert str(info.value) == (
+        f"{tmp_path / 'm.onnx'}: the model takes 3 GB with its weights, more than the 2 GB"
+        " memory limit: it cannot be profiled here; free memory or use a machine with more"
+    )
+

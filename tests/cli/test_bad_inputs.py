@@ -92,6 +92,25 @@ def test_memory_limit_sets_the_limit(capsys, work):
     assert info.value.code == 2 and "--memory-limit: expected a positive" in capsys.readouterr().err
 
 
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["solve", INT8, "--target", "cim", "--json", "r.json"],
+        ["profile", INT8, "-o", "p.json"],
+        ["sweep", INT8, "--target", "cim", "--crossbars", "25", "-o", "sweep"],
+    ],
+    ids=["solve", "profile", "sweep"],
+)
+def test_a_model_larger_than_the_available_memory_is_refused(capsys, work, monkeypatch, argv):
+    import placement.onnxfile
+
+    monkeypatch.setattr(placement.onnxfile, "available_memory_bytes", lambda: 100_000)
+    size = INT8.stat().st_size / 1e9
+    refused(capsys, work, *argv, fragments=(f"{INT8}: the model takes {size:.3g} GB",
+            "more than the 0.0001 GB of memory available (MemAvailable)"))  # fmt: skip
+
+
 # --------------------------------------------------------------------------- output locations
 
 
