@@ -316,6 +316,28 @@ def weightless(model: onnx.ModelProto, state: FoldedModel | None = None) -> onnx
     return skeleton
 
 
+def checkable(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model for the ONNX checker: :func:`weightless`, with every other field of the
+    model and of its graph (metadata, training info, doc strings, ...) as in ``model``."""
+    skeleton = weightless(model)
+    _copy_other_fields(model, skeleton, {"graph", "ir_version", "opset_import", "functions"})
+    done = {"name", "node", "output", "value_info", "sparse_initializer", "initializer", "input"}
+    _copy_other_fields(model.graph, skeleton.graph, done)
+    return skeleton
+
+
+def _copy_other_fields(source, target, skip: set[str]) -> None:  # protobuf messages
+    for descriptor, value in source.ListFields():
+        if descriptor.name in skip:
+            continue
+        if hasattr(value, "extend"):  # a repeated field
+            getattr(target, descriptor.name).extend(value)
+        elif hasattr(value, "CopyFrom"):  # a message
+            getattr(target, descriptor.name).CopyFrom(value)
+        else:
+            setattr(target, descriptor.name, value)
+
+
 def _fill_types_from_ort(model: onnx.ModelProto, state: FoldedModel, path: Path) -> None:
     """Ask ONNX Runtime for tensors ONNX inference left without a static shape (contrib ops)."""
     kept = [n for i, n in enumerate(model.graph.node) if i not in state.folded]

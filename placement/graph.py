@@ -62,11 +62,11 @@ from onnx import TensorProto, helper
 from placement.errors import PlacementError
 from placement.folding import (
     FoldedModel,
+    checkable,
     fold_and_infer,
     node_domain,
     node_inputs,
     static_shape,
-    weightless,
 )
 from placement.io import file_sha256
 from placement.onnxfile import NOT_NUMERIC_FIX, first_line, node_names, read_onnx
@@ -259,7 +259,7 @@ def _check_model(model: onnx.ModelProto, path: Path) -> None:
     # The weights declared, not copied: the checker would serialize them, and it resolves
     # external data against the working directory when it is given a model in memory.
     try:
-        onnx.checker.check_model(weightless(model), full_check=True)
+        onnx.checker.check_model(checkable(model), full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         raise PlacementError(f"{path}: invalid ONNX model: {first_line(exc)}") from None
     except ValueError as exc:  # e.g. models over 2 GB cannot be checked in memory
