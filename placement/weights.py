@@ -15,6 +15,9 @@ in its file:
 * a model with external data keeps its references (only tensors up to
   :data:`INLINE_MAX_BYTES` are read, so that shape inference sees small constants).
 
+A symbolic link to a model in another directory is read as usual: ONNX Runtime refuses
+external data that resolves outside the directory the model is named in.
+
 :func:`tensor_array` gives a referenced tensor's values as a read-only memory-mapped
 array (nothing copied), and ONNX Runtime, given the model's directory
 (:func:`set_external_folder`), maps them itself. Smaller tensors (shape vectors, scales,
