@@ -15,7 +15,7 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-from placement.errors import PlacementError
+from placement.models.cim.bounds import pair_big_m
 from placement.models.cim.build import build_cim_model
 from placement.models.cim.problem import CimProblem
 from placement.models.cim.structure import structure
@@ -78,32 +78,15 @@ def add_budget(m: pyo.ConcreteModel) -> None:
 
 
 def host_work(m: pyo.ConcreteModel, nodes: Iterable[str]) -> pyo.Expression | float:
-    """sum x_w T_host,w over ``nodes`` (0 when empty), in operator order: a set's order
-    depends on the process's hash seed, and the sum's last bits on the order."""
     pos = m.graph_structure["pos"]
     return sum((m.host[w] * m.t_host[w] for w in sorted(nodes, key=pos.get)), start=0.0)
 
 
 def add_host_serial(m: pyo.ConcreteModel) -> None:
-    """T >= sum_v x_v T_host,v.
-
-    Valid: host operators run one at a time (Eqs. 11-12 for every host pair in P, precedence
-    for the others) and all inside [0, T], so their total latency fits in T.
-    """
     m.host_serial = pyo.Constraint(expr=m.makespan >= host_work(m, m.V))
 
 
 def add_energetic(m: pyo.ConcreteModel) -> None:
-    """s_v >= f_p + host work of v's ancestors after p; s_q >= f_v + host work of v's
-    descendants before q, with p and q the bottlenecks around v (without p: from time 0;
-    without q: T >= f_v + ...).
-
-    Valid: every ancestor a of v after p finishes inside [f_p, s_v] (precedence along the
-    paths), every descendant of v before q runs inside [f_v, s_q]; the host ones among them
-    are disjoint intervals on the single host. Chained through the bottleneck rows these
-    bound v's start by all its ancestors' host work, with rows of segment size, not n
-    (:mod:`placement.models.cim.structure`).
-    """
     before, after = m.graph_structure["before"], m.graph_structure["after"]
 
     def head(m: pyo.ConcreteModel, v: str) -> Any:
@@ -125,12 +108,6 @@ def add_energetic(m: pyo.ConcreteModel) -> None:
 
 
 def add_bottleneck(m: pyo.ConcreteModel) -> None:
-    """s_v >= f_u + host work strictly between consecutive bottlenecks u -> v.
-
-    A bottleneck is comparable with every other operator. Valid: each w between u and v
-    (a descendant of u and an ancestor of v) runs inside [f_u, s_v]; the host ones are
-    disjoint there. Only a handful of rows (one per consecutive bottleneck pair).
-    """
     pairs = m.graph_structure["bottleneck_pairs"]
     between = m.graph_structure["between"]
     m.BOTTLENECK_PAIRS = pyo.Set(dimen=2, initialize=pairs, ordered=True)
@@ -141,25 +118,7 @@ def add_bottleneck(m: pyo.ConcreteModel) -> None:
 
 
 def add_window_big_m(m: pyo.ConcreteModel) -> None:
-    """Eqs. 11-12 with a per-pair M_uv = max(0, min(M, UB - tail_u - head_v)), and T <= UB.
-
-    UB is the makespan of a feasible schedule (``m.upper_bound``), head_v a constant lower
-    bound on s_v and tail_u one on T - f_u (longest paths of the faster device's
-    latencies, or of host-only operators' latencies, which the host runs serially). Valid
-    for every solution with T <= UB, the only ones the added row T <= UB keeps and among
-    which an optimum lies (UB is achieved): there f_u - s_v <= UB - tail_u - head_v, so a
-    row switched off by x or o (coefficient >= 1) never binds. The faithful ``ordering``
-    rows are then dominated; ``TIGHTENED_FAMILIES`` omits them.
-    """
-    if m.component("upper_bound") is None:
-        raise PlacementError("the window_big_m family needs an upper bound (build_cim_model)")
-    head, tail = m.graph_structure["head"], m.graph_structure["tail"]
-    ub = pyo.value(m.upper_bound)
-    big_m = pyo.value(m.big_m)
-
-    def m_pair(u: str, v: str) -> float:  # model units: f_u - s_v <= this when T <= UB
-        return max(0.0, min(big_m, ub - tail[u] - head[v]))
-
+    m_pair = pair_big_m(m)  # the data of the rows, not how they are built
     m.makespan_cap = pyo.Constraint(expr=m.makespan <= m.upper_bound)
     m.order_uv_window = pyo.Constraint(
         m.P,

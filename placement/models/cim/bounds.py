@@ -11,7 +11,7 @@ plain Pyomo statement, built several times faster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pyomo.environ as pyo
@@ -96,6 +96,20 @@ def add_bottleneck(m: pyo.ConcreteModel) -> None:
     )
 
 
+def pair_big_m(m: pyo.ConcreteModel) -> Callable[[str, str], float]:
+    """M_uv of :func:`add_window_big_m`, in model units: f_u - s_v <= M_uv when T <= UB."""
+    if m.component("upper_bound") is None:
+        raise PlacementError("the window_big_m family needs an upper bound (build_cim_model)")
+    head, tail = m.graph_structure["head"], m.graph_structure["tail"]
+    ub = pyo.value(m.upper_bound)
+    big_m = pyo.value(m.big_m)
+
+    def m_pair(u: str, v: str) -> float:
+        return max(0.0, min(big_m, ub - tail[u] - head[v]))
+
+    return m_pair
+
+
 def add_window_big_m(m: pyo.ConcreteModel) -> None:
     """Eqs. 11-12 with a per-pair M_uv = max(0, min(M, UB - tail_u - head_v)), and T <= UB.
 
@@ -107,15 +121,7 @@ def add_window_big_m(m: pyo.ConcreteModel) -> None:
     row switched off by x or o (coefficient >= 1) never binds. The faithful ``ordering``
     rows are then dominated; ``TIGHTENED_FAMILIES`` omits them.
     """
-    if m.component("upper_bound") is None:
-        raise PlacementError("the window_big_m family needs an upper bound (build_cim_model)")
-    head, tail = m.graph_structure["head"], m.graph_structure["tail"]
-    ub = pyo.value(m.upper_bound)
-    big_m = pyo.value(m.big_m)
-
-    def m_pair(u: str, v: str) -> float:  # model units: f_u - s_v <= this when T <= UB
-        return max(0.0, min(big_m, ub - tail[u] - head[v]))
-
+    m_pair = pair_big_m(m)
     host, start, finish, order = lookup(m.host), lookup(m.start), lookup(m.finish), lookup(m.order)
     m.makespan_cap = pyo.Constraint(expr=m.makespan <= m.upper_bound)
     m.order_uv_window = pyo.Constraint(
