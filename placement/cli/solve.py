@@ -20,6 +20,7 @@ from placement.cli.common import (
     check_solver_flags,
     cim_hardware,
     cim_hardware_options,
+    formulation_option,
     info,
     measure_host,
     modelled_host,
@@ -41,7 +42,6 @@ DEFAULT_COPY = "upper_bound"  # the paper's Eq. 8; "exact" is this project's ref
 COPY_CHOICES = ("upper_bound", "exact")
 GRANULARITY_CHOICES = ("loop", "operator")
 SOLVER_CHOICES = ("auto", "highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi")
-FORMULATION_CHOICES = ("auto", "faithful", "bounded", "tightened")
 PIM_SOLVERS = ("highs", "scip", "cbc", "gurobi")  # MIP backends; "auto" is HiGHS
 # Options that only mean something for one target (defaults are applied by the handler,
 # so that their use with the other target can be detected and refused).
@@ -77,7 +77,10 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
     sol = solve.add_argument_group("solver (HiGHS)")
     sol.add_argument("--time-limit", type=float, default=600.0, help="seconds (default 600)")
     sol.add_argument("--gap", type=float, default=1e-4, help="relative MIP gap (default 1e-4)")
-    sol.add_argument("--solver-threads", type=int, default=None, help="HiGHS threads")
+    sol.add_argument(
+        "--solver-threads", type=int, default=None,
+        help="solver threads (default: the solver's own choice)",
+    )  # fmt: skip
     sol.add_argument(
         "--solver",
         choices=list(SOLVER_CHOICES),
@@ -87,14 +90,7 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         " (default): cpsat+highs where the formulation choice is 'tightened' and OR-Tools"
         " is installed, HiGHS otherwise; SCIP, CBC, Gurobi where installed",
     )
-    sol.add_argument(
-        "--formulation",
-        choices=list(FORMULATION_CHOICES),
-        default="auto",
-        help="CIM model: the paper's Eqs. 5-14 ('faithful'), plus valid bounds ('bounded'),"
-        " or plus per-pair big-M from a heuristic schedule ('tightened'); all have the same"
-        " optimum. 'auto' (default): bounded for near-chain graphs, tightened otherwise",
-    )
+    formulation_option(sol)
     sol.add_argument(
         "--method",
         choices=["auto", "monolithic", "decomposition"],

@@ -93,8 +93,8 @@ def test_missing_columns_skip_figures_with_a_reason(capsys, tmp_path, cim_points
     code, out, err = run(capsys, "report", root, "--format", "md")
     assert code == 0, err
     text = (root / "report.md").read_text()
-    assert "Not drawn: resnet_tiny_int8: latency and operators per device" in text
-    assert "host_busy_s" in text.split("Not drawn: resnet_tiny_int8: latency")[1].split("\n")[0]
+    assert "Not drawn: resnet_tiny_int8: busy time and operators per device" in text
+    assert "host_busy_s" in text.split("Not drawn: resnet_tiny_int8: busy time")[1].split("\n")[0]
     assert "no schedules/p0000.json" not in text  # the fastest point is named instead
     assert re.search(r"Not drawn: .*Gantt.*no schedules/p\d+\.json", text)
     assert "not drawn: device_share_resnet_tiny_int8" in out
