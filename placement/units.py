@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 
-def fmt_time(seconds: float) -> str:
-    """3 significant digits in ns, us, ms or s."""
+def fmt_time(seconds: float, digits: int = 3) -> str:
+    """``digits`` significant digits in ns, us, ms or s."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+            return f"{seconds / scale:.{digits}g} {unit}"
+    return f"{seconds / 1e-9:.{digits}g} ns"
 
 
 def fmt_bandwidth(bps: float) -> str:

@@ -33,6 +33,7 @@ from placement.cli.profile import (
     measure_nests_with_counters,
     pim_host_times,
 )
+from placement.cli.progress import solve_progress
 from placement.errors import PlacementError
 from placement.hardware.pim import DEFAULT_PIM_PRESET
 from placement.solvers.base import SolveStatus
@@ -227,18 +228,21 @@ def solve_cim(args: argparse.Namespace) -> int:
         reason = unavailable_reason(solver)
         if reason is not None:
             raise PlacementError(f"solver {solver} is not available: {reason}")
-    placement = solve(
-        instance,
-        formulation=formulation,
-        solver=solver,
-        time_limit=args.time_limit,
-        rel_gap=args.gap,
-        threads=args.solver_threads,
-        tee=[sys.stderr] if args.solver_log else False,
-        warm_start=args.warm_start,
-        method=method,
-        progress=None if args.quiet else (lambda line: info(args, line)),
-    )
+    with solve_progress(args) as monitor:
+        lines = monitor.line if monitor is not None else (lambda line: info(args, line))
+        placement = solve(
+            instance,
+            formulation=formulation,
+            solver=solver,
+            time_limit=args.time_limit,
+            rel_gap=args.gap,
+            threads=args.solver_threads,
+            tee=[sys.stderr] if args.solver_log else False,
+            warm_start=args.warm_start,
+            method=method,
+            progress=None if args.quiet else lines,
+            monitor=monitor,
+        )
     for line in summary_lines(placement, graph, hw, args.details, meta):
         print(line)
     if args.json:

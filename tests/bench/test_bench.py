@@ -170,3 +170,22 @@ def test_bench_cpsat_modes_and_other_solvers(capsys, tmp_path):
         by_point.setdefault((r["crossbars"], r["t_mvm_ns"]), set()).add(round(r["objective_s"], 9))
     for objs in by_point.values():  # every solver finds the same optimum
         assert max(objs) - min(objs) <= 1e-4 * max(objs)
+
+
+@pytest.mark.unit
+def test_bench_threads_is_a_deprecated_spelling_of_solver_threads(capsys):
+    from placement.cli import build_parser
+    from placement.cli.bench import solver_threads
+
+    def threads(*flags: str) -> int:
+        return solver_threads(build_parser().parse_args(["bench", "resnet18", *flags]))
+
+    assert threads() == 2 and threads("--solver-threads", "3") == 3
+    assert capsys.readouterr().err == ""
+    assert threads("--threads", "1") == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("placement: warning: bench --threads is deprecated: use --solver-thr")
+    with pytest.raises(PlacementError, match="give only --solver-threads"):
+        threads("--threads", "1", "--solver-threads", "2")
+    with pytest.raises(PlacementError, match="--solver-threads must be at least 1, got 0"):
+        threads("--solver-threads", "0")
