@@ -10,6 +10,15 @@ of a constant weight, so a QDQ ``Conv`` sees a constant weight. ONNX has no shap
 functions for ONNX Runtime's ``com.microsoft`` ops (``QLinearAdd``, ``QGemm``, ...), so
 tensors that ONNX inference leaves unknown are asked of ONNX Runtime's own inference
 (one session, no run). Random ops are never folded (``NONDETERMINISTIC_OPS``).
+
+Memory: inference runs on a skeleton of the model in which initializers above
+``INFERENCE_STUB_BYTES`` (weights: no shape depends on their values) are declared as
+graph inputs of the same type instead of being copied, so a round costs the graph, not
+the weights. ``max_bytes`` bounds what is folded: a node is folded only if none of its
+inputs and outputs exceeds it (checked on the inferred shapes before evaluating, so a
+large weight is never read, transposed or copied, and ``ConstantOfShape`` never
+materializes a large tensor). The CIM ingestion folds without bound (a QDQ weight must
+become a constant); the loop-nest lowering bounds it (its shape subgraphs only).
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ class FoldedModel:
     values: dict[str, np.ndarray] = field(default_factory=dict)  # folded outputs
     folded: set[int] = field(default_factory=set)  # indices into graph.node
     types: dict[str, onnx.TypeProto] = field(default_factory=dict)
+    too_large: set[int] = field(default_factory=set)  # constant, but over max_bytes
 
     def is_constant(self, name: str) -> bool:
         return name in self.initializers or name in self.values or name in self.sparse
@@ -50,18 +60,25 @@ class FoldedModel:
         return numpy_helper.to_array(self.initializers[name])
 
 
-def fold_and_infer(model: onnx.ModelProto, path: Path) -> FoldedModel:
+def fold_and_infer(
+    model: onnx.ModelProto, path: Path, *, max_bytes: int | None = None, ask_ort: bool = True
+) -> FoldedModel:
+    """Fold what is constant (within ``max_bytes`` per tensor, if given) and infer shapes.
+
+    ``ask_ort``: complete the shapes ONNX inference leaves unknown with ONNX Runtime's.
+    """
     graph = model.graph
     state = FoldedModel(
         initializers={t.name: t for t in graph.initializer},
         sparse={s.values.name: s for s in graph.sparse_initializer},
     )
-    state.types = _infer(model, path)
+    state.types = _infer(_inference_model(model, state), path)
     # A Shape node may only become foldable once inference sees folded values
     # upstream; each round folds at least one node, so this terminates.
-    while _fold_pass(model, state):
-        state.types = _infer(_folded_model(model, state), path)
-    _fill_types_from_ort(_folded_model(model, state), state)
+    while _fold_pass(model, state, max_bytes):
+        state.types = _infer(_inference_model(model, state), path)
+    if ask_ort:
+        _fill_types_from_ort(model, state)
     return state
 
 
@@ -81,19 +98,65 @@ def _infer(model: onnx.ModelProto, path: Path) -> dict[str, onnx.TypeProto]:
     return types
 
 
-def _fold_pass(model: onnx.ModelProto, state: FoldedModel) -> bool:
+def _fold_pass(model: onnx.ModelProto, state: FoldedModel, max_bytes: int | None) -> bool:
     """Fold every foldable node once, in topological order; True if any was folded."""
     opsets = {_opset_domain(o.domain): o.version for o in model.opset_import}
     changed = False
     for index, node in enumerate(model.graph.node):
-        if index in state.folded or node.op_type in NONDETERMINISTIC_OPS:
+        if index in state.folded or index in state.too_large:
+            continue
+        if node.op_type in NONDETERMINISTIC_OPS:
+            continue
+        if max_bytes is not None and _exceeds(node, state, max_bytes):
+            if all(state.is_constant(name) for name in node_inputs(node)):
+                state.too_large.add(index)  # stays an operator; not evaluated again
             continue
         outputs = _fold_value(node, state, opsets, model)
-        if outputs is not None:
-            state.values.update(outputs)
-            state.folded.add(index)
-            changed = True
+        if outputs is None:
+            continue
+        if max_bytes is not None and any(v.nbytes > max_bytes for v in outputs.values()):
+            state.too_large.add(index)  # its output shape was not inferred beforehand
+            continue
+        state.values.update(outputs)
+        state.folded.add(index)
+        changed = True
     return changed
+
+
+def _exceeds(node: onnx.NodeProto, state: FoldedModel, max_bytes: int) -> bool:
+    """Whether an input or a (statically shaped) output of ``node`` is over ``max_bytes``."""
+    if node_domain(node) == "" and node.op_type in ("Shape", "Size"):
+        inputs: list[str] = []  # only the input's shape is read
+    else:
+        inputs = node_inputs(node)
+    for name in inputs:
+        if name in state.values and state.values[name].nbytes > max_bytes:
+            return True
+        if name in state.initializers and _tensor_bytes(state.initializers[name]) > max_bytes:
+            return True
+    for name in node.output:
+        if name and (_type_bytes(state.types.get(name)) or 0) > max_bytes:
+            return True
+    return False
+
+
+def _tensor_bytes(tensor: onnx.TensorProto) -> int:
+    """Bytes of an initializer's data (0 for an undefined type: inference reports it)."""
+    return math.prod(tensor.dims) * _itemsize(tensor.data_type)
+
+
+def _type_bytes(type_proto: onnx.TypeProto | None) -> int | None:
+    shape = static_shape(type_proto)
+    if shape is None:
+        return None
+    return math.prod(shape) * _itemsize(type_proto.tensor_type.elem_type)
+
+
+def _itemsize(elem_type: int) -> int:
+    try:
+        return helper.tensor_dtype_to_np_dtype(elem_type).itemsize
+    except (KeyError, ValueError, TypeError):  # undefined element type
+        return 0
 
 
 def _opset_domain(domain: str) -> str:
@@ -104,13 +167,13 @@ def _fold_value(
     node: onnx.NodeProto, state: FoldedModel, opsets: dict[str, int], model: onnx.ModelProto
 ) -> dict[str, np.ndarray] | None:
     """Output values of ``node`` if it can be computed now, else None."""
+    if node_domain(node) == "" and node.op_type in ("Shape", "Size"):
+        shape = static_shape(state.types.get(node.input[0]))
+        if shape is not None:  # from the type alone: a constant input is not read
+            return {node.output[0]: _shape_value(node, shape)}
     inputs = node_inputs(node)
     if all(state.is_constant(name) for name in inputs):
         return _evaluate(node, inputs, state, opsets, model)
-    if node_domain(node) == "" and node.op_type in ("Shape", "Size"):
-        shape = static_shape(state.types.get(node.input[0]))
-        if shape is not None:
-            return {node.output[0]: _shape_value(node, shape)}
     return None
 
 
@@ -190,23 +253,65 @@ def _ort_session(model: onnx.ModelProto):  # -> onnxruntime.InferenceSession
     )
 
 
-def _folded_model(model: onnx.ModelProto, state: FoldedModel) -> onnx.ModelProto:
-    """The model with folded nodes replaced by initializers holding their values."""
-    folded = onnx.ModelProto()
-    folded.CopyFrom(model)
-    graph = folded.graph
-    kept = [n for i, n in enumerate(model.graph.node) if i not in state.folded]
-    del graph.node[:]
-    graph.node.extend(kept)
-    graph.initializer.extend(numpy_helper.from_array(v, name) for name, v in state.values.items())
-    return folded
+def strip_folded(model: onnx.ModelProto, state: FoldedModel) -> None:
+    """Replace the folded nodes of ``model`` (in place) by initializers holding their values.
+
+    Only values that a remaining node or a graph output reads are added (not the
+    intermediates of a folded chain). The other nodes, their names and the weights are
+    left as they are (nothing is copied).
+    """
+    graph = model.graph
+    kept = [n for i, n in enumerate(graph.node) if i not in state.folded]
+    if len(kept) != len(graph.node):
+        del graph.node[:]
+        graph.node.extend(kept)
+    read = {name for node in kept for name in node_inputs(node)}
+    read.update(o.name for o in graph.output)
+    graph.initializer.extend(
+        numpy_helper.from_array(value, name) for name, value in state.values.items() if name in read
+    )
+
+
+INFERENCE_STUB_BYTES = 1 << 16
+
+
+def _inference_model(model: onnx.ModelProto, state: FoldedModel) -> onnx.ModelProto:
+    """The folded model for shape inference: large constants declared, not copied."""
+    graph = model.graph
+    skeleton = onnx.ModelProto(ir_version=model.ir_version)
+    skeleton.opset_import.extend(model.opset_import)
+    skeleton.functions.extend(model.functions)
+    out = skeleton.graph
+    out.name = graph.name
+    out.node.extend(n for i, n in enumerate(graph.node) if i not in state.folded)
+    out.output.extend(graph.output)
+    out.value_info.extend(graph.value_info)
+    out.sparse_initializer.extend(graph.sparse_initializer)
+    stubs: dict[str, onnx.ValueInfoProto] = {}
+    for init in graph.initializer:
+        if _tensor_bytes(init) > INFERENCE_STUB_BYTES:
+            stubs[init.name] = helper.make_tensor_value_info(
+                init.name, init.data_type, list(init.dims)
+            )
+        else:
+            out.initializer.append(init)
+    for name, value in state.values.items():
+        if value.nbytes > INFERENCE_STUB_BYTES:
+            elem = helper.np_dtype_to_tensor_dtype(value.dtype)
+            stubs[name] = helper.make_tensor_value_info(name, elem, list(value.shape))
+        else:
+            out.initializer.append(numpy_helper.from_array(value, name))
+    out.input.extend(stubs.pop(v.name, v) for v in graph.input)
+    out.input.extend(stubs.values())
+    return skeleton
 
 
 def _fill_types_from_ort(model: onnx.ModelProto, state: FoldedModel) -> None:
     """Ask ONNX Runtime for tensors ONNX inference left without a static shape (contrib ops)."""
+    kept = [n for i, n in enumerate(model.graph.node) if i not in state.folded]
     missing = [
         name
-        for node in model.graph.node
+        for node in kept
         for name in [*node.input, *node.output]
         if name and not state.is_constant(name) and static_shape(state.types.get(name)) is None
     ]
@@ -214,7 +319,8 @@ def _fill_types_from_ort(model: onnx.ModelProto, state: FoldedModel) -> None:
     if not missing:
         return
     probe = onnx.ModelProto()
-    probe.CopyFrom(model)
+    probe.CopyFrom(model)  # ONNX Runtime needs the weights: a rare path (contrib ops)
+    strip_folded(probe, state)
     declared = {o.name for o in probe.graph.output}
     probe.graph.output.extend(onnx.ValueInfoProto(name=n) for n in missing if n not in declared)
     try:

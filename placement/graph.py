@@ -59,7 +59,7 @@ from onnx import TensorProto, helper
 from placement.errors import PlacementError
 from placement.folding import FoldedModel, fold_and_infer, node_domain, node_inputs, static_shape
 from placement.io import file_sha256
-from placement.onnxfile import first_line, node_names, read_onnx
+from placement.onnxfile import NOT_NUMERIC_FIX, first_line, node_names, read_onnx
 
 # ---------------------------------------------------------------------------
 # Public data types
@@ -319,15 +319,17 @@ def _activation_info(
     """
     type_proto = state.types.get(name)
     problem = _shape_problem(type_proto)
+    kind = type_proto.WhichOneof("value") if type_proto is not None else None
+    # No fixed input shape makes a map, sequence or optional a tensor, nor sizes a string.
+    numeric = kind in (None, "tensor_type")
+    fix = _shape_fix(name, type_proto, graph_inputs) if numeric else NOT_NUMERIC_FIX
     if problem is None and _elem_bytes(_elem(state, name)) is None:
         problem = f"has element type {TensorProto.DataType.Name(_elem(state, name))}"
         problem += ", whose size is unknown"
+        fix = NOT_NUMERIC_FIX
     if problem is not None:
         owner = f"of operator '{op_name}'" if op_name else "(a graph input no operator reads)"
-        raise PlacementError(
-            f"{path}: tensor '{name}' {owner} {problem}: "
-            + _shape_fix(name, type_proto, graph_inputs)
-        )
+        raise PlacementError(f"{path}: tensor '{name}' {owner} {problem}: {fix}")
     return _tensor_info(name, static_shape(type_proto) or (), _elem(state, name))
 
 

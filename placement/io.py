@@ -23,19 +23,125 @@ from typing import Any
 
 from placement.errors import PlacementError
 
+#: Filesystems whose entries are the kernel's (or devices), not files: nothing is written
+#: there (a mkdir under /proc fails with "No such file or directory", and an atomic
+#: write into /dev as root would replace a device node with a file).
+SPECIAL_FILESYSTEMS = frozenset({
+    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+    "securityfs", "pstore", "bpf", "configfs", "fusectl", "mqueue", "binfmt_misc",
+    "efivarfs", "selinuxfs", "autofs", "hugetlbfs", "rpc_pipefs", "nsfs",
+})  # fmt: skip
+_MOUNTS = Path("/proc/self/mounts")
+
+
+def special_filesystem(path: str | Path) -> str | None:
+    """The type of the special filesystem ``path`` is on (e.g. ``"proc"``), or None.
+
+    Decided by the deepest mount point enclosing the resolved path (``/proc/self/mounts``;
+    None where that cannot be read, e.g. off Linux)."""
+    try:
+        lines = _MOUNTS.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    target = Path(path).resolve()
+    best, best_type = "", ""
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        # Spaces and tabs in mount points are written as octal escapes (\040, \011).
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1])
+        mount = Path(point)
+        if (target == mount or mount in target.parents) and len(point) >= len(best):
+            best, best_type = point, fields[2]
+    return best_type if best_type in SPECIAL_FILESYSTEMS else None
+
+
+def _check_place(directory: Path, where: str) -> None:
+    """An existing directory that may receive files: not on a special filesystem, writable."""
+    special = special_filesystem(directory)
+    if special is not None:
+        raise PlacementError(
+            f"{where}: {directory} is on the special filesystem {special} (kernel or device"
+            " entries, not files); choose another directory"
+        )
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise PlacementError(f"{where}: directory {directory} is not writable")
+
+
+def _existing_ancestor(path: Path) -> Path:
+    """The nearest of ``path`` and its parents that exists (``.`` for a relative path)."""
+    for candidate in (path, *path.parents):
+        if candidate.exists() or candidate.is_symlink():
+            return candidate
+    return Path(".")
+
 
 def check_output_file(path: str | Path, label: str | None = None) -> Path:
-    """``path`` as a Path if a file can be written there: not a directory, in an existing
-    directory. Otherwise a one-line PlacementError starting with ``label`` (default: the
-    path), so that commands fail before their real work."""
+    """``path`` as a Path if a file can be written there: not a directory, in an existing,
+    writable directory that is not on a special filesystem (``/proc``, ``/sys``, ``/dev``).
+    Otherwise a one-line PlacementError starting with ``label`` (default: the path), so
+    that commands fail before their real work."""
     path = Path(path)
     where = label or str(path)
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise PlacementError(f"{where}: is a directory")
     if not parent.is_dir():
+        blocker = _existing_ancestor(parent)
+        if blocker.exists() and not blocker.is_dir():
+            raise PlacementError(f"{where}: {blocker} is a file, not a directory")
         raise PlacementError(f"{where}: directory {parent} does not exist")
+    _check_place(parent, where)
     return path
+
+
+def check_output_dir(path: str | Path, label: str | None = None, *, parents: bool = False) -> Path:
+    """``path`` as a Path if it is, or can be created as, a writable directory of files:
+    not an existing file, not on a special filesystem; its parent must exist unless
+    ``parents`` (then the nearest existing ancestor must be a directory). Nothing is
+    created. Otherwise a one-line PlacementError starting with ``label``."""
+    path = Path(path)
+    where = label or str(path)
+    if path.exists() and not path.is_dir():
+        raise PlacementError(f"{where}: exists and is not a directory")
+    if path.is_dir():
+        _check_place(path, where)
+        return path
+    parent = path.parent if str(path.parent) else Path(".")
+    existing = _existing_ancestor(parent)
+    if existing.exists() and not existing.is_dir():
+        raise PlacementError(f"{where}: {existing} is a file, not a directory")
+    if not parents and existing != parent:
+        raise PlacementError(f"{where}: directory {parent} does not exist")
+    _check_place(existing, where)
+    return path
+
+
+def missing_dirs(path: str | Path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, deepest first: what
+    ``mkdir(parents=True)`` creates, for :func:`remove_created` to undo."""
+    out: list[Path] = []
+    for candidate in (Path(path), *Path(path).parents):
+        if candidate.exists() or not str(candidate) or str(candidate) == ".":
+            break
+        out.append(candidate)
+    return out
+
+
+def remove_created(files: Iterable[str | Path], dirs: Iterable[str | Path]) -> None:
+    """Undo what a failed command created: delete ``files``, then each of ``dirs``
+    (deepest first) that is left empty. Nothing else is touched."""
+    for file in files:
+        try:
+            Path(file).unlink(missing_ok=True)
+        except OSError:
+            pass
+    for directory in dirs:
+        try:
+            Path(directory).rmdir()  # only an empty directory
+        except OSError:
+            pass
 
 
 #: Mode of every file this package writes, before the umask: what ``open()`` and the

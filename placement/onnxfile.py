@@ -26,6 +26,14 @@ NONDETERMINISTIC_OPS = frozenset(
     | {"Multinomial", "Bernoulli"}
 )
 
+#: The fix for a map, sequence or string tensor in a model: no fixed input shape turns it
+#: into a numeric tensor whose bytes are known, but the numeric part of the model can be
+#: placed on its own.
+NOT_NUMERIC_FIX = (
+    "placement works on numeric tensors only; cut the model to its numeric part with"
+    " onnx.utils.extract_model(path, out, input_names, output_names) and place that"
+)
+
 
 def read_onnx(path: str | Path) -> onnx.ModelProto:
     """Load an ONNX model (with external data) or raise a one-line PlacementError.

@@ -43,3 +43,12 @@ def time_scale(seconds: float) -> tuple[float, str, int]:
     if abs(seconds) < 0.1:
         return 1e6, "us", 2
     return 1e3, "ms", 3
+
+
+def fmt_bytes_si(n: float) -> str:
+    """A byte count in decimal units (1 GB = 1e9 B, as ``--memory-limit`` takes it):
+    ``4.0 TB``, ``11.2 GB``, ``512 B``."""
+    for unit, scale in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} B"

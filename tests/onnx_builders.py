@@ -158,3 +158,49 @@ def shape_reshape_model() -> onnx.ModelProto:
     ]
     inits = [const("minus_one", [-1], np.int64)]
     return model(nodes, [tensor("X", (2, 3, 4))], [result("Y", 2)], inits)
+
+
+def rotate_half_model(shape: tuple[int, int, int, int] = (1, 2, 8, 16)) -> onnx.ModelProto:
+    """The size arithmetic of a PyTorch export of LLaMA's attention, with static shapes.
+
+    ``rotate_half``: ``x[..., : x.shape[-1] // 2]`` and ``x[..., x.shape[-1] // 2 :]``
+    (Shape -> Gather -> Div -> Unsqueeze feeding the Slices' ends/starts), then the merge
+    of the head dims ``view(bsz, seq, heads * head_dim)`` (Shape -> Gather -> Mul ->
+    Unsqueeze -> Concat feeding a Reshape). Only ``relu``, the two ``Slice``, ``neg``,
+    ``cat`` and ``merge`` compute on data.
+    """
+
+    def i64(name: str, value: object) -> onnx.TensorProto:
+        return const(name, value, np.int64)
+
+    nodes = [
+        helper.make_node("Relu", ["X"], ["R"], name="relu"),
+        helper.make_node("Shape", ["R"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "i_last"], ["dim"], name="gather_dim", axis=0),
+        helper.make_node("Div", ["dim", "two"], ["half"], name="div"),
+        helper.make_node("Unsqueeze", ["half", "axes0"], ["half_1d"], name="unsqueeze_half"),
+        helper.make_node("Slice", ["R", "zero", "half_1d", "axes_last"], ["x1"], name="slice1"),
+        helper.make_node("Slice", ["R", "half_1d", "big", "axes_last"], ["x2"], name="slice2"),
+        helper.make_node("Neg", ["x2"], ["nx2"], name="neg"),
+        helper.make_node("Concat", ["nx2", "x1"], ["rot"], name="cat", axis=-1),
+        helper.make_node("Transpose", ["rot"], ["rot_t"], name="transpose", perm=[0, 2, 1, 3]),
+        helper.make_node("Shape", ["rot_t"], ["shape_t"], name="shape_t"),
+        helper.make_node("Gather", ["shape_t", "i0"], ["bsz"], name="gather_bsz", axis=0),
+        helper.make_node("Gather", ["shape_t", "i1"], ["seq"], name="gather_seq", axis=0),
+        helper.make_node("Gather", ["shape_t", "i2"], ["heads"], name="gather_heads", axis=0),
+        helper.make_node("Gather", ["shape_t", "i_last"], ["hd"], name="gather_hd", axis=0),
+        helper.make_node("Mul", ["heads", "hd"], ["width"], name="mul"),
+        helper.make_node("Unsqueeze", ["bsz", "axes0"], ["bsz_1d"], name="unsqueeze_bsz"),
+        helper.make_node("Unsqueeze", ["seq", "axes0"], ["seq_1d"], name="unsqueeze_seq"),
+        helper.make_node("Unsqueeze", ["width", "axes0"], ["width_1d"], name="unsqueeze_width"),
+        helper.make_node(
+            "Concat", ["bsz_1d", "seq_1d", "width_1d"], ["target"], name="concat", axis=0
+        ),
+        helper.make_node("Reshape", ["rot_t", "target"], ["Y"], name="merge"),
+    ]
+    inits = [
+        i64("i0", 0), i64("i1", 1), i64("i2", 2), i64("i_last", 3), i64("two", 2),
+        i64("axes0", [0]), i64("zero", [0]), i64("big", [2**62]), i64("axes_last", [3]),
+    ]  # fmt: skip
+    b, h, s, d = shape
+    return model(nodes, [tensor("X", shape)], [tensor("Y", (b, s, h * d))], inits)

@@ -7,14 +7,23 @@ written on PIM is still pending a flush; a pending flush is charged when the
 value is first needed off its segment (a host read, a read in a later
 segment, or the program's end for non-temporaries) and dropped when the value
 is overwritten unread.
+
+Basic-block granularity (:func:`block_cost`) is a third formulation too: it runs each
+nest's loops (:class:`placement.blocks.Loop`) as a program would, block after block,
+and counts what the run does -- how often each block executes (its share of the
+nest's time), every change of side between consecutive blocks (a switch, moving the
+loop indices of the loops open at the block entered) -- instead of the closed-form
+executions and edge counts of ``placement.blocks``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
 
+from placement.blocks import Loop, Segment
 from placement.hardware.pim import PimSpec
 from placement.nests import LoopNest, NestOperand
 from placement.pim.instance import PimInstance
@@ -178,3 +187,142 @@ def random_instance(seed: int, n: int, spec: PimSpec | None = None) -> PimInstan
     t_cpu = {m.id: rng.uniform(1e-6, 80e-6) for m in nests}
     t_pim = {m.id: rng.uniform(0.5e-6, 80e-6) for m in nests}
     return PimInstance(tuple(nests), t_cpu, spec, t_pim=t_pim)
+
+
+# --- basic-block granularity -------------------------------------------------------------
+
+
+def _layout(loop: Loop, path: tuple[int, ...] = ()) -> list[tuple]:
+    """Block keys in the layout convert-scf-to-cf emits: a loop's header, then its
+    segments, each inner loop's blocks after the segment that enters it."""
+    keys: list[tuple] = [("H", path)]
+    for j in range(len(loop.segments)):
+        keys.append(("S", path, j))
+        if j < len(loop.inner):
+            keys += _layout(loop.inner[j], (*path, j))
+    return keys
+
+
+def _run(loop: Loop, path: tuple[int, ...] = ()) -> list[tuple[tuple, int]]:
+    """The blocks one invocation executes, in order, each with the number of loops open."""
+    out: list[tuple[tuple, int]] = []
+    for it in range(loop.trips + 1):
+        out.append((("H", path), len(path) + 1))
+        if it == loop.trips:
+            break
+        for j in range(len(loop.segments)):
+            out.append((("S", path, j), len(path) + 1))
+            if j < len(loop.inner):
+                out += _run(loop.inner[j], (*path, j))
+    return out
+
+
+def _loop_at(loop: Loop, path: tuple[int, ...]) -> Loop:
+    for j in path:
+        loop = loop.inner[j]
+    return loop
+
+
+def _block_ops(root: Loop, key: tuple) -> int:
+    """Ops per execution as convert-scf-to-cf emits them: compare and branch in a header;
+    a segment's own ops plus a branch into the next inner loop, or increment and branch."""
+    if key[0] == "H":
+        return 2
+    loop = _loop_at(root, key[1])
+    return loop.segments[key[2]].ops + (1 if key[2] < len(loop.inner) else 2)
+
+
+class BlockOracle:
+    """One instance's runs, computed once; :meth:`cost` prices any block placement."""
+
+    def __init__(self, instance: PimInstance) -> None:
+        self.instance = instance
+        self.units: list[list[str]] = []  # block ids deciding together
+        self.nests = []
+        for n in instance.nests:
+            root = instance.blocks[n.id]
+            keys = _layout(root)
+            ids = {k: f"{n.id}.bb{i}" for i, k in enumerate(keys)}
+            trace = _run(root)
+            runs = {k: 0 for k in keys}
+            for k, _depth in trace:
+                runs[k] += 1
+
+            memory = [k for k in keys if k[0] == "S" and _loop_at(root, k[1]).segments[k[2]].memory]
+            if not memory:  # no access: the first of the deepest segments
+                segs = [k for k in keys if k[0] == "S"]
+                memory = [max(segs, key=lambda k: (len(k[1]), -keys.index(k)))]
+            dyn = {k: _block_ops(root, k) * runs[k] for k in keys}
+            total = sum(dyn.values())
+            self.units.append([ids[k] for k in memory])
+            self.units += [[ids[k]] for k in keys if k not in memory]
+            self.nests.append((n, [ids[k] for k in keys], {ids[k]: dyn[k] / total for k in keys},
+                               ids[memory[0]], [(ids[k], d) for k, d in trace]))
+
+    def cost(self, y: dict[str, bool], copy: str) -> float:
+        inst, spec = self.instance, self.instance.spec
+        total = 0.0
+        moved_in = moved_out = 0.0
+        switches = 0
+        for n, ids, share, _body, trace in self.nests:
+            for b in ids:
+                total += share[b] * (inst.pim_times[n.id] if y[b] else inst.t_cpu[n.id])
+            for (a, _), (b, depth) in itertools.pairwise(trace):
+                if y[a] != y[b]:
+                    switches += n.trip_count
+                    if y[b]:
+                        moved_in += n.trip_count * 8 * depth
+                    else:
+                        moved_out += n.trip_count * 8 * depth
+        path = [False, *(y[ids[0]] for _n, ids, _s, _b, _t in self.nests), False]
+        switches += sum(a != b for a, b in itertools.pairwise(path))
+        total += switches * spec.t_sw
+        total += moved_in / spec.read_bandwidth + moved_out / spec.writeback_bandwidth
+        body = [y[b] for _n, _ids, _s, b, _t in self.nests]
+        if copy == "upper_bound":
+            for n, p in zip(inst.nests, body, strict=True):
+                if p:
+                    total += n.fetch_bytes / spec.read_bandwidth
+                    total += n.flush_bytes / spec.writeback_bandwidth
+            return total
+        fetch, flush = _lazy_copy_bytes(inst.nests, body)
+        return total + fetch / spec.read_bandwidth + flush / spec.writeback_bandwidth
+
+    def brute_force(self, copy: str) -> tuple[float, dict[str, bool]]:
+        """Minimum Eq. 9 over every block placement (a nest's body blocks decide together)."""
+        best: tuple[float, dict[str, bool]] = (math.inf, {})
+        for choice in itertools.product((False, True), repeat=len(self.units)):
+            y = {b: c for unit, c in zip(self.units, choice, strict=True) for b in unit}
+            cost = self.cost(y, copy)
+            if cost < best[0]:
+                best = (cost, y)
+        return best
+
+
+def random_loop(rng: random.Random, depth: int = 1) -> Loop:
+    """A small random loop tree: up to three levels, at most two inner loops per loop."""
+    n_inner = 0 if depth >= 3 else rng.choice([0, 1, 1, 1, 2] if depth == 1 else [0, 0, 1])
+    inner = tuple(random_loop(rng, depth + 1) for _ in range(n_inner))
+    segments = []
+    for _ in range(n_inner + 1):
+        innermost = n_inner == 0
+        memory = rng.random() < (0.9 if innermost else 0.15)
+        segments.append(Segment(rng.choice([0, 1, 3, 8]) if memory or innermost else 0, memory))
+    return Loop(rng.choice([0, 1, 2, 3]) if depth > 1 else rng.choice([1, 2, 3]),
+                tuple(segments), inner)
+
+
+def random_block_instance(
+    seed: int, n: int, t_sw: float | None = None, max_units: int = 12
+) -> PimInstance:
+    """:func:`random_instance` with random loops per nest (at most ``max_units`` decisions)."""
+    rng = random.Random(10_000 + seed)
+    spec = PimSpec()
+    spec = dataclasses.replace(spec, t_sw=t_sw if t_sw is not None else rng.choice(
+        [1e-9, 1e-7, 5e-7, 2e-6]))
+    base = random_instance(seed, n, spec)
+    while True:
+        loops = {m.id: random_loop(rng) for m in base.nests}
+        inst = dataclasses.replace(base, blocks=loops)
+        if len(BlockOracle(inst).units) <= max_units:
+            return inst

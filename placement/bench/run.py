@@ -53,15 +53,18 @@ from placement.bench.summary import (
     format_summary,
     summarize,
 )
-from placement.cim.instance import CimInstance, cim_instance
+from placement.cim.instance import CimInstance, check_latencies, cim_instance
 from placement.cim.schedule import CimSchedule
 from placement.cim.solve import solve, unavailable_reason
-from placement.errors import PlacementError
+from placement.errors import PlacementError, repeated
 from placement.graph import load_graph
 from placement.hardware.cim import load_hardware, with_overrides
 from placement.hardware.hostcheck import host_latency_source
+from placement.io import check_output_dir, missing_dirs, remove_created
 from placement.networks.zoo import NETWORKS, network_path
+from placement.onnxfile import read_onnx
 from placement.profiling.host_profile import HostProfile
+from placement.profiling.memory import check_model_memory
 from placement.profiling.ort.measure import profile_model
 from placement.solvers.base import SolverError, SolveResult
 from placement.solvers.registry import MIP_BACKENDS
@@ -159,31 +162,53 @@ def resolve_network(spec: str) -> tuple[str, Path]:
     return path.stem, path
 
 
+def ingest_network(spec: str) -> tuple[str, Path, Any]:
+    """(name, ONNX path, OpGraph) of a zoo name or an ONNX path, checked (nothing profiled)."""
+    name, path = resolve_network(spec)
+    return name, path, load_graph(path)
+
+
+def profile_file(out_dir: Path, name: str, graph: Any) -> Path:
+    """Where the host profile of ``graph`` is cached: ``out_dir/profiles/<name>-<sha12>.json``."""
+    return out_dir / "profiles" / f"{name}-{graph.sha256[:12]}.json"
+
+
 def load_network(spec: str, out_dir: Path, *, runs: int = 20, warmup: int = 5,
                  log: Callable[[str], None] = lambda _: None,
-                 profile: bool = True) -> BenchNetwork:
+                 profile: bool = True, memory_limit_gb: float | None = None) -> BenchNetwork:
     """Ingest and profile once; the profile JSON is cached under ``out_dir/profiles``.
     ``profile=False``: ingest only (every hardware models the host latencies)."""
-    name, path = resolve_network(spec)
-    graph = load_graph(path)
+    return profile_network(*ingest_network(spec), out_dir, runs=runs, warmup=warmup, log=log,
+                           profile=profile, memory_limit_gb=memory_limit_gb)
+
+
+def profile_network(name: str, path: Path, graph: Any, out_dir: Path, *, runs: int = 20,
+                    warmup: int = 5, log: Callable[[str], None] = lambda _: None,
+                    profile: bool = True,
+                    memory_limit_gb: float | None = None) -> BenchNetwork:
+    """The network with its host profile: cached in ``out_dir/profiles``, or measured now
+    and saved there; ``profile=False``: none (every hardware models the host latencies)."""
     if not profile:
         return BenchNetwork(name, path, graph, None, None)
-    cache = out_dir / "profiles" / f"{name}-{graph.sha256[:12]}.json"
+    cache = profile_file(out_dir, name, graph)
     if cache.exists():
-        profile = HostProfile.load(cache)
-        profile.check_matches(graph.sha256, str(path))
+        measured = HostProfile.load(cache)
+        measured.check_matches(graph.sha256, str(path))
         log(f"{name}: host profile reused from {cache}")
     else:
         tick = time.perf_counter()
-        profile = profile_model(path, runs=runs, warmup=warmup, intra_op_threads=1)
+        measured = profile_model(path, runs=runs, warmup=warmup, intra_op_threads=1,
+                                 memory_limit_gb=memory_limit_gb)
         cache.parent.mkdir(parents=True, exist_ok=True)
-        profile.save(cache)
+        measured.save(cache)
         log(f"{name}: profiled in {time.perf_counter() - tick:.1f} s, saved {cache}")
-    return BenchNetwork(name, path, graph, dict(profile.latencies), cache, profile.metadata)
+    check_latencies(graph, measured.latencies, measured.source or "the host profile")
+    return BenchNetwork(name, path, graph, dict(measured.latencies), cache, measured.metadata)
 
 
 def parse_grid(spec: str) -> tuple[tuple[int | None, float | None], ...]:
-    """``paper``, ``single``, or ``C[,C...]xT[,T...]`` (crossbars x MVM latency in ns)."""
+    """``paper``, ``single``, or ``C[,C...]xT[,T...]`` (crossbars x MVM latency in ns);
+    a value given twice is an error naming it (it would run the same point twice)."""
     if spec in GRIDS:
         return GRIDS[spec]
     try:
@@ -197,6 +222,13 @@ def parse_grid(spec: str) -> tuple[tuple[int | None, float | None], ...]:
             f"grid {spec!r}: use {', '.join(GRIDS)} or CROSSBARS[,..]xT_MVM_NS[,..],"
             " e.g. 25,100x50,1000"
         )
+    for what, values in (("crossbar count", xbars), ("MVM latency", t_mvm)):
+        twice = repeated(values)
+        if twice:
+            raise PlacementError(
+                f"grid {spec!r}: {what} {', '.join(f'{v:g}' for v in twice)} given twice;"
+                " give each value once"
+            )
     return tuple((c, t) for c in xbars for t in t_mvm)
 
 
@@ -252,6 +284,7 @@ def run_bench(
     profile_runs: int = 20,
     progress: TextIO | None = sys.stderr,
     warn: Callable[[str], None] | None = None,
+    memory_limit_gb: float | None = None,
 ) -> list[dict[str, Any]]:
     """Run everything; rows are written to ``out_dir/runs.csv`` and ``runs.json`` as they come.
 
@@ -259,6 +292,9 @@ def run_bench(
     (the rest still runs); a failed run is a row with status ``error`` and its message.
     ``warn`` receives one sentence per network and hardware whose profile was measured on
     another architecture than the hardware's host (default: a line on ``progress``).
+    Every input (hardware names, networks, grid, the output directory, the memory a
+    network's profiling needs against ``memory_limit_gb``) is checked before anything is
+    profiled or written; a failure while profiling removes what this run created.
     """
     points = parse_grid(grid)
     bad = [f for f in formulations if f not in FORMULATION_NAMES]
@@ -268,7 +304,14 @@ def run_bench(
     if repeat < 1:
         raise PlacementError(f"--repeat must be at least 1, got {repeat}")
     reasons = check_solvers(solvers)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    # Every input is checked before anything is profiled or written.
+    bases = {h: load_hardware(h) for h in hardware}
+    measured = any(not hw.host.modelled for hw in bases.values())
+    check_output_dir(out_dir, f"-o {out_dir}", parents=True)
+    ingested = [ingest_network(spec) for spec in networks]
+    for name, path, graph in ingested:
+        if measured and not profile_file(out_dir, name, graph).exists():
+            check_model_memory(path, read_onnx(path), memory_limit_gb)
 
     def log(text: str) -> None:
         if progress is not None:
@@ -279,10 +322,15 @@ def run_bench(
             log(f"placement bench: solver {s} unavailable: {why}")
     say_warning = warn or (lambda text: log(f"placement: warning: {text}"))
     pairs = combos(formulations, solvers)
-    bases = {h: load_hardware(h) for h in hardware}  # a bad name fails before profiling
-    measured = any(not hw.host.modelled for hw in bases.values())
-    nets = [load_network(spec, out_dir, runs=profile_runs, log=log, profile=measured)
-            for spec in networks]  # fmt: skip
+    created = missing_dirs(out_dir / "profiles")
+    fresh = [f for f in (profile_file(out_dir, n, g) for n, _, g in ingested) if not f.exists()]
+    try:
+        nets = [profile_network(*net, out_dir, runs=profile_runs, log=log, profile=measured,
+                                memory_limit_gb=memory_limit_gb) for net in ingested]
+    except PlacementError:  # e.g. ONNX Runtime cannot run a model: leave nothing behind
+        remove_created(fresh, created)
+        raise
+    out_dir.mkdir(parents=True, exist_ok=True)
     total = len(nets) * len(hardware) * len(points) * len(pairs) * repeat
     rows: list[dict[str, Any]] = []
     done = 0

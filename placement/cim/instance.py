@@ -165,6 +165,41 @@ def _check_time(value: float, what: str) -> None:
 # --------------------------------------------------------------------------- from a model
 
 
+def check_latencies(
+    graph: OpGraph, profiled: Mapping[str, float], what: str = "the host profile"
+) -> None:
+    """``profiled`` must hold exactly the model's nodes: a latency for every operator, and
+    none for a node the model does not have; both kinds are named in one line.
+
+    The nodes are the original ONNX nodes (``node_names``): the operators, plus the
+    nodes folded away as constants, which may be absent (their time is zero). ONNX
+    Runtime's fused kernels never appear here: the profiler attributes each kernel to
+    the original nodes it implements (``placement.profiling.ort.attribution``).
+    """
+    missing = [name for name in graph.operators if name not in profiled]
+    known = set(graph.operators) | set(graph.folded)
+    extra = [name for name in profiled if name not in known]
+    if not missing and not extra:
+        return
+    problems = []
+    if missing:
+        problems.append(f"no latency for operator {_some(missing)} ({len(missing)} missing)")
+    if extra:
+        problems.append(
+            f"a latency for {_some(extra)}, which the model does not have ({len(extra)} extra)"
+        )
+    raise PlacementError(
+        f"{what} does not match the model {graph.path}: {'; '.join(problems)};"
+        " re-run 'placement profile' on this model"
+    )
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    """'a', 'b', 'c' and 2 more."""
+    text = ", ".join(repr(n) for n in names[:shown])
+    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def host_latencies_for(graph: OpGraph, profiled: Mapping[str, float]) -> dict[str, float]:
     """Per-operator host latency; time of folded constant nodes goes to the operator using them.
 
@@ -172,12 +207,7 @@ def host_latencies_for(graph: OpGraph, profiled: Mapping[str, float]) -> dict[st
     it is not (optimizations disabled), charging it to the consumer keeps the
     per-operator sum equal to the profiled total.
     """
-    missing = [name for name in graph.operators if name not in profiled]
-    if missing:
-        raise PlacementError(
-            f"the host profile has no latency for operator {missing[0]!r}"
-            f" ({len(missing)} missing): re-run 'placement profile' on this model"
-        )
+    check_latencies(graph, profiled)
     latency = {name: float(profiled[name]) for name in graph.operators}
     first = next(iter(graph.operators))
     for name in graph.folded:

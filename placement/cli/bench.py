@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from placement.cli.common import Command
+from placement.cli.common import Command, memory_limit_option
 from placement.errors import PlacementError
 
 COMMAND = Command(
@@ -53,6 +53,7 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
     bench.add_argument("--repeat", type=int, default=1, help="runs per combination (default 1)")
     bench.add_argument("--profile-runs", type=int, default=20,
                        help="ONNX Runtime measured runs when profiling (default 20)")
+    memory_limit_option(bench)
     bench.add_argument("-o", "--output", default="bench_out", metavar="DIR",
                        help="output directory (default bench_out)")
     bench.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
@@ -112,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         profile_runs=args.profile_runs,
         progress=None if args.quiet else sys.stderr,
         warn=warn,
+        memory_limit_gb=args.memory_limit,
     )
     for line in format_summary(summarize(rows)):
         print(line)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import platform
 import sys
 import time
@@ -149,6 +150,28 @@ def profiling_options(group: argparse._ActionsContainer) -> None:
         default="all",
         help="ORT graph optimization level (default all)",
     )
+    memory_limit_option(group)
+
+
+def memory_limit_option(group: argparse._ActionsContainer) -> None:
+    """``--memory-limit GB`` of the commands that run a model (``args.memory_limit``)."""
+
+    def gigabytes(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"expected a positive number of GB, got {text!r}")
+        return value
+
+    group.add_argument(
+        "--memory-limit",
+        type=gigabytes,
+        metavar="GB",
+        help="refuse a model whose run needs more memory than this, estimated from its"
+        " static shapes before anything is allocated (default: half the available memory)",
+    )
 
 
 # --------------------------------------------------------------------------- flag checks
@@ -262,6 +285,7 @@ def measure_host(args: argparse.Namespace, model_path: str) -> Any:
         intra_op_threads=args.threads,
         optimization=args.optimization,
         progress=run_counter(args, "profiling with ONNX Runtime"),
+        memory_limit_gb=args.memory_limit,
     )
     meta = profile.metadata
     how = f"{meta['rounds']} rounds" if "rounds" in meta else ""
@@ -309,7 +333,10 @@ def measure_nests(
         counters.get(phase, run_counter(args, phase))(done, runs)
 
     started = time.perf_counter()
-    profile = profile_nests(args.model, args.runs, args.warmup, progress=progress, program=program)
+    profile = profile_nests(
+        args.model, args.runs, args.warmup, progress=progress, program=program,
+        memory_limit_gb=args.memory_limit,
+    )  # fmt: skip
     meta = profile.metadata
     checked = (
         f", outputs match ONNX Runtime (max abs error {meta['max_abs_error']:.3g})"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from placement.cli.common import (
     Command,
+    check_output_file,
     check_override_flags,
     cim_hardware,
     cim_hardware_options,
@@ -50,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.suffix.lower() not in FORMATS:
         raise PlacementError(f"{out}: the output must end in .mps or .lp")
+    check_output_file(str(out), "-o")
     check_override_flags(args)
     graph = load_graph(args.model)
     profile, meta = host_profile(args, graph)

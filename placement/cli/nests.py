@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from placement.cli.common import Command, info, lower
+from placement.cli.common import Command, check_output_file, info, lower
 
 NESTS_FORMAT = "placement-nests"
 NESTS_VERSION = 1
@@ -29,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
     from placement.pim.pipeline import model_sha256
     from placement.pim.report import nest_table
 
+    if args.json:
+        check_output_file(args.json, "--json")
     sha = model_sha256(args.model)
     program = lower(args)
     for line in nest_table(program.nests):

@@ -126,6 +126,7 @@ def profile_cim(args: argparse.Namespace) -> int:
     for flag in ("host_times", "cache"):
         if getattr(args, flag, None) is not None:
             raise PlacementError(f"--{flag.replace('_', '-')}: a PIM option, needs --target pim")
+    check_output_file(args.output, "-o")
     graph = load_graph(args.model)  # validates the model before spending time on it
     profile = measure_host(args, graph.path)
     profile.save(args.output)

@@ -17,6 +17,7 @@ from placement.cli.common import (
     EXIT_NO_SOLUTION,
     Command,
     check_output_file,
+    check_override_flags,
     check_solver_flags,
     cim_hardware,
     cim_hardware_options,
@@ -34,14 +35,14 @@ from placement.cli.profile import (
     pim_host_times,
 )
 from placement.cli.progress import solve_progress
-from placement.errors import PlacementError
+from placement.errors import PlacementError, repeated
 from placement.hardware.pim import DEFAULT_PIM_PRESET
 from placement.solvers.base import SolveStatus
 
 DEFAULT_PIM_CORES = "32,64,128"  # the paper's sweep (Table 2)
 DEFAULT_COPY = "upper_bound"  # the paper's Eq. 8; "exact" is this project's refinement
 COPY_CHOICES = ("upper_bound", "exact")
-GRANULARITY_CHOICES = ("loop", "operator")
+GRANULARITY_CHOICES = ("loop", "operator", "basic-block")
 SOLVER_CHOICES = ("auto", "highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi")
 PIM_SOLVERS = ("highs", "scip", "cbc", "gurobi")  # MIP backends; "auto" is HiGHS
 # Options that only mean something for one target (defaults are applied by the handler,
@@ -49,7 +50,8 @@ PIM_SOLVERS = ("highs", "scip", "cbc", "gurobi")  # MIP backends; "auto" is HiGH
 CIM_ONLY = ("hardware", "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes",
             "crossbar_size")  # fmt: skip
 PIM_ONLY = ("pim_hardware", "pim_cores", "pim_times", "counters", "counters_source", "copy",
-            "granularity", "allow_estimates", "host_times", "cache")  # fmt: skip
+            "granularity", "allow_estimates", "host_times", "cache",
+            "compare_granularities")  # fmt: skip
 
 
 COMMAND = Command(
@@ -99,7 +101,8 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         help="CIM: 'decomposition' splits the graph at operators no edge jumps over and"
         " solves the blocks between them alone, combined exactly (an optimum, or a"
         " certified gap when time runs out); 'monolithic' solves one model. 'auto'"
-        " (default): decomposition for graphs of 150 operators or more with two blocks",
+        " (default): decomposition for graphs of 150 operators or more whose largest"
+        " block holds at most half of them",
     )
     sol.add_argument(
         "--no-warm-start",
@@ -158,7 +161,15 @@ def pim_solve_options(group: argparse._ActionsContainer) -> None:
     group.add_argument(
         "--granularity",
         choices=GRANULARITY_CHOICES,
-        help="model decides per loop nest (default) or per ONNX operator",
+        help="model decides per loop nest (default), per ONNX operator, or per basic block"
+        " of each nest (lowers the model again to read its blocks)",
+    )
+    group.add_argument(
+        "--compare-granularities",
+        action="store_true",
+        default=None,
+        help="also solve the other two granularities and compare them as the paper's"
+        " Table 5 does (crossings, differences in %% of the loop-granularity time)",
     )
     group.add_argument(
         "--allow-estimates",
@@ -197,10 +208,13 @@ def solve_cim(args: argparse.Namespace) -> int:
     from placement.io import write_json_atomic
 
     check_solver_flags(args)
+    check_override_flags(args)  # and --hardware: read by host_profile, before profiling
     if args.plot:
         from placement.plots.common import check_figure_path
 
         check_figure_path(args.plot, "--plot")  # before any profiling or solving
+    if args.json:
+        check_output_file(args.json, "--json")
     graph = load_graph(args.model)
     n_cim = len(graph.cim_capable())
     info(
@@ -276,6 +290,7 @@ def solve_cim(args: argparse.Namespace) -> int:
 def host_profile(args: argparse.Namespace, graph: Any) -> tuple[Any, dict[str, Any] | None]:
     """(HostProfile, its metadata) of ``--profile`` or measured now; (None, None) when
     ``--hardware`` models the host latencies (then nothing is measured)."""
+    from placement.cim.instance import check_latencies
     from placement.profiling.host_profile import HostProfile
 
     if modelled_host(args):
@@ -289,6 +304,7 @@ def host_profile(args: argparse.Namespace, graph: Any) -> tuple[Any, dict[str, A
     if args.profile:
         profile = HostProfile.load(args.profile)
         profile.check_matches(graph.sha256, graph.path)
+        check_latencies(graph, profile.latencies, f"profile {args.profile}")
         source = f"loaded from {args.profile}"
     else:
         profile = measure_host(args, graph.path)
@@ -387,15 +403,28 @@ def solve_pim(args: argparse.Namespace) -> int:
             f"T_pim: from {pim_times.label} for {len(pim_times.times)} of"
             f" {len(profile.nests)} nests; the analytical model for the others",
         )
+    compare = bool(args.compare_granularities)
+    blocks = None
+    if granularity == "basic-block" or compare:
+        from placement.pim.pipeline import profile_loops
+
+        blocks = profile_loops(args.model, profile)
+    problem = instance(profile, hw.pim, cores[0], pim_times, blocks)
+    if blocks is not None:
+        count = sum(len(b.blocks) for b in problem.nest_blocks.values())
+        info(args, f"basic blocks: {count} in {len(profile.nests)} nests, from lowering"
+                   f" {args.model} again")  # fmt: skip
     info(
         args,
         f"solving {len(cores)} core count(s) with {backend.label} ({copy} copy, {granularity}"
-        f" granularity, time limit {args.time_limit:g} s each) ...",
+        f" granularity{', and the other two to compare' if compare else ''}, time limit"
+        f" {args.time_limit:g} s each) ...",
     )
     results = solve_for_cores(
-        instance(profile, hw.pim, cores[0], pim_times), cores, copy, granularity, allow_estimates,
+        problem, cores, copy, granularity, allow_estimates,
         solver=backend.name, time_limit=args.time_limit, rel_gap=args.gap,
         threads=args.solver_threads, tee=[sys.stderr] if args.solver_log else False,
+        compare=compare,
     )  # fmt: skip
     for line in summary_lines(profile, hw, results, copy, granularity, allow_estimates):
         print(line)
@@ -433,7 +462,8 @@ HANDLERS = {"cim": solve_cim, "pim": solve_pim}
 
 
 def parse_cores(text: str) -> list[int]:
-    """'32,64,128' -> [32, 64, 128]; anything else is a one-line error."""
+    """'32,64,128' -> [32, 64, 128]; anything else (also a count given twice) is a
+    one-line error."""
     out: list[int] = []
     for part in str(text).split(","):
         part = part.strip()
@@ -442,6 +472,10 @@ def parse_cores(text: str) -> list[int]:
                 f"--pim-cores must be a comma-separated list of positive whole numbers,"
                 f" got {part!r} in {text!r}"
             )
-        if int(part) not in out:
-            out.append(int(part))
+        out.append(int(part))
+    twice = repeated(out)
+    if twice:
+        raise PlacementError(
+            f"--pim-cores {text}: {', '.join(map(str, twice))} given twice; give each once"
+        )
     return out

@@ -241,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
             info=lambda text: info(args, text),
             progress=progress,
             warn=warn,
+            memory_limit_gb=args.memory_limit,
         )
     except KeyboardInterrupt:
         progress.close()

@@ -58,7 +58,11 @@ Copy accounting (``copy=``):
 Granularity (``granularity=``): ``"loop"`` decides per nest; ``"operator"`` ties
 all nests of one ONNX node (``m.tie``: ``y_n = y_first``), as the paper's
 operator-level baseline. Nests with an unknown node (``onnx_node == ""``) stay
-free.
+free. ``"basic-block"`` decides per basic block of every nest, the paper's
+basic-block baseline (:mod:`placement.models.pim_blocks`: ``m.pim[n]`` is then the
+decision of nest ``n``'s body blocks, which hold all its memory accesses, so the copy
+terms below are unchanged; the other blocks get ``m.block_pim``, and switches are
+counted at every crossing of an edge between blocks as well as between nests).
 
 Scaling: times are built in a power-of-ten unit ``m.time_unit`` seconds so that
 an upper bound of the objective (CPU-only time + all PIM times + Eq. 8 for all
@@ -75,15 +79,18 @@ from typing import Any, Protocol
 
 import pyomo.environ as pyo
 
+from placement.blocks import NestBlocks
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.models.common import power_of_ten_unit
+from placement.models.pim_blocks import add_block_terms
 from placement.nests import LoopNest
 
 _DECADE = 4  # the objective's upper bound lands in [1e4, 1e5) model units
 
 COPY_MODES = ("upper_bound", "exact")
-GRANULARITIES = ("loop", "operator")
+BASIC_BLOCK = "basic-block"
+GRANULARITIES = ("loop", "operator", BASIC_BLOCK)
 
 
 class PimProblem(Protocol):
@@ -107,6 +114,9 @@ class PimProblem(Protocol):
     def pim_time(self, nest_id: str) -> float: ...
 
     def operator_groups(self) -> list[list[str]]: ...
+
+    @property
+    def nest_blocks(self) -> Mapping[str, NestBlocks]: ...  # basic-block granularity only
 
 
 def check_mode(copy: str, granularity: str) -> None:
@@ -235,9 +245,11 @@ def build_pim_model(
 
     m.pim = pyo.Var(m.NESTS, within=pyo.Binary)
     m.switch = pyo.Var(m.BOUNDARIES, bounds=(0, 1))
+    blocks = add_block_terms(m, instance, unit) if granularity == BASIC_BLOCK else None
+    entry = m.pim if blocks is None else blocks.entry  # what decides at a nest's boundary
 
     def y(b: int) -> Any:  # y_{-1} = y_n = 0: start and end on the host
-        return m.pim[ids[b]] if 0 <= b < len(ids) else 0
+        return entry[ids[b]] if 0 <= b < len(ids) else 0
 
     # N_region (Eq. 9): switch_b >= |y_b - y_{b-1}|, as two rows.
     m.switch_up = pyo.Constraint(m.BOUNDARIES, rule=lambda m, b: m.switch[b] >= y(b) - y(b - 1))
@@ -264,9 +276,16 @@ def build_pim_model(
     else:
         _add_exact_copy(m, _exact_terms(nests), spec, unit)
 
-    m.T_host = pyo.Expression(expr=sum((1 - m.pim[i]) * m.t_cpu[i] for i in m.NESTS))
-    m.T_pim = pyo.Expression(expr=sum(m.pim[i] * m.t_pim[i] for i in m.NESTS))
-    m.N_region = pyo.Expression(expr=sum(m.switch[b] for b in m.BOUNDARIES))
+    if blocks is None:
+        m.T_host = pyo.Expression(expr=sum((1 - m.pim[i]) * m.t_cpu[i] for i in m.NESTS))
+        m.T_pim = pyo.Expression(expr=sum(m.pim[i] * m.t_pim[i] for i in m.NESTS))
+        m.N_region = pyo.Expression(expr=sum(m.switch[b] for b in m.BOUNDARIES))
+    else:
+        m.T_host = pyo.Expression(expr=blocks.t_host)
+        m.T_pim = pyo.Expression(expr=blocks.t_pim)
+        m.N_region = pyo.Expression(expr=sum(m.switch[b] for b in m.BOUNDARIES) + blocks.crossings)
+        m.T_copy_indices = pyo.Expression(expr=blocks.t_copy)  # part of T_copy
+        m.T_copy.set_value(m.T_copy.expr + m.T_copy_indices)
     # Eq. 9: T_hybrid(N) = T_host + T_pim(N) + T_copy + N_region * T_sw.
     m.objective = pyo.Objective(
         expr=m.T_host + m.T_pim + m.T_copy + m.N_region * m.t_sw, sense=pyo.minimize
@@ -312,7 +331,8 @@ def _add_exact_copy(m: pyo.ConcreteModel, terms: _ExactTerms, spec: PimSpec, uni
 
 
 def extract_decisions(model: pyo.ConcreteModel) -> dict[str, bool]:
-    """Nest id -> True when the solver put it on PIM (binaries rounded at 0.5)."""
+    """Nest id -> True when the solver put it on PIM (binaries rounded at 0.5); at
+    basic-block granularity, where the nest's body blocks run."""
     out: dict[str, bool] = {}
     for i in model.NESTS:
         v = model.pim[i].value

@@ -25,8 +25,10 @@ What ``N`` means (Table 4 of the paper gives sizes but not shapes; these are our
 ``attention``              :func:`attention_block` with ``hidden = N``, ``N / 64`` heads, one
                            new token attending to 128 cached tokens (decode).
 ``gpt2_layer``             :func:`decoder_layer` GPT-2 small (768, 12 heads, ffn 3072);
-``llama_layer``            LLaMA-7B (4096, 32 heads, ffn 11008). ``N`` is the number of cached
-                           tokens (``past``; 0 = the single token attends only to itself).
+``llama_layer``            LLaMA-7B (4096, 32 heads, ffn 11008);
+``gptj_layer``             GPT-J-6B (4096, 16 heads of 256, rotary on 64 of them, ffn 16384).
+                           ``N`` is the number of cached tokens (``past``; 0 = the single
+                           token attends only to itself).
 ``gpt2_stack``             ``N`` GPT-2-small decoder layers in sequence (a few hundred nests).
 =========================  ===================================================================
 
@@ -38,9 +40,16 @@ Decoder layers are batch-1 decode steps (``seq = 1``). The KV cache is optional:
 ``past = 0`` the token attends only to itself (softmax over one score), which keeps
 every nest of the layer but not the cache-length-dependent cost; with ``past > 0``
 the cached keys/values are graph inputs concatenated in front of the new ones.
-Rotary embeddings (LLaMA) are omitted: at position 0 they are the identity, and they
-add only elementwise nests on the ``[heads, 1, 128]`` query/key vectors.
-Parameter counts: GPT-2 small layer 7,087,872; LLaMA-7B layer 202,383,360.
+Rotary embeddings are omitted for LLaMA: at position 0 they are the identity, and they
+add only elementwise nests on the ``[heads, 1, 128]`` query/key vectors. GPT-J's layer
+has them, as Hugging Face's ``GPTJAttention`` applies them: to the first ``rotary_dim``
+dims of each query/key head, pairs of adjacent dims rotated (``rotate_every_two``), at
+positions ``past .. past + seq - 1`` (the sin/cos tables are constants of the build);
+attention and MLP read the same LayerNorm output and are added to the residual together
+(``x + attn(ln(x)) + mlp(ln(x))``), the MLP is ``fc_out(gelu_new(fc_in(.)))`` with biases.
+Parameter counts: GPT-2 small layer 7,087,872; LLaMA-7B layer 202,383,360; GPT-J-6B
+layer 201,355,264 (4 x 4096^2 attention + 2 x 4096 x 16384 + 16384 + 4096 MLP + 2 x 4096
+LayerNorm).
 """
 
 from __future__ import annotations
@@ -56,6 +65,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
 IR_VERSION = 8
+GPTJ_ROTARY_DIM = 64
 ROWS = 64  # rows of the row-wise operators (softmax, layernorm, rmsnorm, mac)
 DW_CHANNELS = 32  # channels of the depthwise convolution
 
@@ -169,14 +179,56 @@ def _rmsnorm(g: _Graph, x: str, dim: int, name: str) -> str:
     return g.op("Mul", [y, w], f"{name}_scale")
 
 
+def _rotary(
+    g: _Graph, t: str, heads: int, seq: int, d: int, rotary_dim: int, past: int, name: str
+) -> str:  # fmt: skip
+    """GPT-J's rotary embedding of ``t [heads, seq, d]`` on its first ``rotary_dim`` dims.
+
+    ``rotate_every_two``: dims ``(2i, 2i+1)`` become ``(-x[2i+1], x[2i])``; sin/cos repeat
+    each frequency twice (``repeat_interleave``), base 10000, positions from ``past``.
+    """
+    inv_freq = 1.0 / (10000.0 ** (np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim))
+    angles = np.arange(past, past + seq, dtype=np.float64)[:, None] * inv_freq[None, :]
+    cos = g.const("rotary_cos", np.repeat(np.cos(angles), 2, axis=1))  # [seq, rotary_dim]
+    sin = g.const("rotary_sin", np.repeat(np.sin(angles), 2, axis=1))
+    axis = g.const("axis_last", [2], np.int64)
+    zero, one = g.const("zero", [0], np.int64), g.const("one_i", [1], np.int64)
+    two, rot = g.const("two", [2], np.int64), g.const("rotary_dim", [rotary_dim], np.int64)
+    t_rot = t
+    if rotary_dim < d:
+        t_rot = g.op("Slice", [t, zero, rot, axis], f"{name}_rot")
+        t_pass = g.op("Slice", [t, rot, g.const("head_dim", [d], np.int64), axis],
+                      f"{name}_pass")  # fmt: skip
+    even = g.op("Slice", [t_rot, zero, rot, axis, two], f"{name}_even")  # x[..., ::2]
+    odd = g.op("Slice", [t_rot, one, rot, axis, two], f"{name}_odd")  # x[..., 1::2]
+    last = g.const("axis_new", [-1], np.int64)
+    pairs = g.op("Concat", [g.op("Unsqueeze", [g.op("Neg", [odd], f"{name}_neg"), last],
+                                 f"{name}_neg_u"),
+                            g.op("Unsqueeze", [even, last], f"{name}_even_u")],
+                 f"{name}_stack", axis=-1)  # fmt: skip
+    rotated = g.op("Reshape", [pairs, g.const("shape_rot", [heads, seq, rotary_dim], np.int64)],
+                   f"{name}_flatten")  # fmt: skip
+    out = g.op("Add", [g.op("Mul", [t_rot, cos], f"{name}_cos"),
+                       g.op("Mul", [rotated, sin], f"{name}_sin")], f"{name}_rotated")  # fmt: skip
+    if rotary_dim < d:
+        out = g.op("Concat", [out, t_pass], f"{name}_cat", axis=-1)
+    return out
+
+
 def _attention(
     g: _Graph, x: str, hidden: int, heads: int, seq: int, past: int, name: str, *,
-    bias: bool, fused_qkv: bool,
+    bias: bool, fused_qkv: bool, rotary_dim: int = 0,
 ) -> str:  # fmt: skip
-    """Multi-head self-attention of ``x [seq, hidden]`` (+ ``past`` cached tokens)."""
+    """Multi-head self-attention of ``x [seq, hidden]`` (+ ``past`` cached tokens).
+
+    ``rotary_dim > 0``: the new queries and keys get GPT-J's rotary embedding (the cached
+    keys are stored rotated, as in Hugging Face's cache).
+    """
     if hidden % heads:
         raise ValueError(f"hidden {hidden} is not a multiple of heads {heads}")
     d = hidden // heads
+    if rotary_dim < 0 or rotary_dim % 2 or rotary_dim > d:
+        raise ValueError(f"rotary_dim {rotary_dim} must be even and at most the head dim {d}")
     split = g.const("shape_heads", [seq, heads, d], np.int64)
     if fused_qkv:  # GPT-2's c_attn: one [hidden, 3 hidden] projection, then split
         qkv = _linear(g, x, hidden, 3 * hidden, f"{name}_qkv", bias=bias)
@@ -193,6 +245,9 @@ def _attention(
              perm=[1, 0, 2])  # fmt: skip
     v = g.op("Transpose", [g.op("Reshape", [v, split], f"{name}_v_heads")], f"{name}_v_t",
              perm=[1, 0, 2])  # fmt: skip
+    if rotary_dim:
+        q = _rotary(g, q, heads, seq, d, rotary_dim, past, f"{name}_q_rotary")
+        k = _rotary(g, k, heads, seq, d, rotary_dim, past, f"{name}_k_rotary")
     if past:
         pk = g.input(g.fresh(f"{name}_past_k"), (heads, past, d))
         pv = g.input(g.fresh(f"{name}_past_v"), (heads, past, d))
@@ -215,7 +270,15 @@ def _attention(
 
 
 def _decoder(g: _Graph, x: str, hidden: int, heads: int, ffn: int, seq: int, past: int,
-             kind: str, name: str) -> str:  # fmt: skip
+             kind: str, name: str, rotary_dim: int) -> str:  # fmt: skip
+    if kind == "gptj":  # attention and MLP in parallel on one LayerNorm output
+        h = _layernorm(g, x, hidden, f"{name}_ln1")
+        a = _attention(g, h, hidden, heads, seq, past, f"{name}_attn", bias=False,
+                       fused_qkv=False, rotary_dim=rotary_dim)  # fmt: skip
+        m = _linear(g, h, hidden, ffn, f"{name}_fc_in", bias=True)
+        m = _gelu_tanh(g, m, f"{name}_gelu")  # gelu_new
+        m = _linear(g, m, ffn, hidden, f"{name}_fc_out", bias=True)
+        return g.op("Add", [g.op("Add", [a, m], f"{name}_attn_mlp"), x], f"{name}_res")
     if kind == "gpt2":
         h = _layernorm(g, x, hidden, f"{name}_ln1")
         a = _attention(g, h, hidden, heads, seq, past, f"{name}_attn", bias=True, fused_qkv=True)
@@ -236,7 +299,7 @@ def _decoder(g: _Graph, x: str, hidden: int, heads: int, ffn: int, seq: int, pas
         h = g.op("Mul", [gate, up], f"{name}_swiglu")
         h = _linear(g, h, ffn, hidden, f"{name}_down", bias=False)
         return g.op("Add", [x, h], f"{name}_res2")
-    raise ValueError(f"unknown decoder kind {kind!r}; known: gpt2, llama")
+    raise ValueError(f"unknown decoder kind {kind!r}; known: {', '.join(DECODER_KINDS)}")
 
 
 # --------------------------------------------------------------------------- public builders
@@ -348,27 +411,42 @@ def attention_block(hidden: int, heads: int, seq: int = 1, past: int = 0) -> onn
     return g.model([(y, (seq, hidden))])
 
 
+DECODER_KINDS = ("gpt2", "llama", "gptj")
+
+
 def decoder_layer(
-    hidden: int, heads: int, ffn: int, seq: int = 1, kind: str = "gpt2", past: int = 0
-) -> onnx.ModelProto:
+    hidden: int, heads: int, ffn: int, seq: int = 1, kind: str = "gpt2", past: int = 0,
+    rotary_dim: int | None = None,
+) -> onnx.ModelProto:  # fmt: skip
     """One pre-norm decoder layer at batch 1 (see the module docstring).
 
     ``kind="gpt2"``: LayerNorm, fused QKV with biases, attention, projection, residual,
     LayerNorm, GELU (tanh) MLP, residual. ``kind="llama"``: RMSNorm, q/k/v/o without
     biases, residual, RMSNorm, SwiGLU ``down(silu(gate(x)) * up(x))``, residual.
+    ``kind="gptj"``: LayerNorm, then q/k/v/out without biases with rotary embeddings on
+    ``rotary_dim`` dims of each head (default 64, GPT-J-6B's) in parallel with
+    ``fc_out(gelu_new(fc_in(.)))`` with biases, one residual.
     """
-    return decoder_stack(hidden, heads, ffn, 1, seq=seq, kind=kind, past=past)
+    return decoder_stack(
+        hidden, heads, ffn, 1, seq=seq, kind=kind, past=past, rotary_dim=rotary_dim
+    )
 
 
 def decoder_stack(
     hidden: int, heads: int, ffn: int, layers: int, seq: int = 1, kind: str = "gpt2",
-    past: int = 0,
+    past: int = 0, rotary_dim: int | None = None,
 ) -> onnx.ModelProto:  # fmt: skip
     """``layers`` decoder layers in sequence (each with its own weights and KV cache)."""
+    if kind not in DECODER_KINDS:
+        raise ValueError(f"unknown decoder kind {kind!r}; known: {', '.join(DECODER_KINDS)}")
+    if rotary_dim is None:
+        rotary_dim = GPTJ_ROTARY_DIM if kind == "gptj" else 0
+    elif rotary_dim and kind != "gptj":
+        raise ValueError(f"rotary embeddings are built for kind 'gptj' only, not {kind!r}")
     g = _Graph(f"{kind}_decoder")
     x = g.input("X", (seq, hidden))
     for i in range(layers):
-        x = _decoder(g, x, hidden, heads, ffn, seq, past, kind, f"l{i}")
+        x = _decoder(g, x, hidden, heads, ffn, seq, past, kind, f"l{i}", rotary_dim)
     return g.model([(x, (seq, hidden))])
 
 
@@ -393,6 +471,8 @@ class Workload:
 
 GPT2 = {"hidden": 768, "heads": 12, "ffn": 3072}
 LLAMA7B = {"hidden": 4096, "heads": 32, "ffn": 11008}
+# Hugging Face's EleutherAI/gpt-j-6b config: n_embd, n_head, n_inner, rotary_dim.
+GPTJ6B = {"hidden": 4096, "heads": 16, "ffn": 16384, "rotary_dim": 64}
 
 
 def _ew(name: str) -> Callable[[int], onnx.ModelProto]:
@@ -436,6 +516,9 @@ WORKLOADS: dict[str, Workload] = {
     "llama_layer": Workload("llama_layer", "Real LLM decode layer",
                             lambda n: decoder_layer(**LLAMA7B, kind="llama", past=n), (0,),
                             "cached tokens (LLaMA-7B, batch 1, 1 token)"),
+    "gptj_layer": Workload("gptj_layer", "Real LLM decode layer",
+                           lambda n: decoder_layer(**GPTJ6B, kind="gptj", past=n), (0,),
+                           "cached tokens (GPT-J-6B, batch 1, 1 token)"),
     "gpt2_stack": Workload("gpt2_stack", "Real LLM decode layer",
                            lambda n: decoder_stack(**GPT2, layers=n, kind="gpt2"), (6,),
                            "GPT-2 small decoder layers (batch 1, 1 token, no cache)"),

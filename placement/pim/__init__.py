@@ -19,12 +19,17 @@ from placement.pim.instance import PimInstance
 from placement.pim.rules import operator_rule_placement, rule_placement
 from placement.pim.solve import CoreResult, PimPlacement, solve, solve_for_cores
 from placement.pim.times import PimTimes, load_pim_times
-from placement.pim.verify import PimVerification, evaluate_placement, verify_pim
+from placement.pim.verify import (
+    PimVerification,
+    evaluate_blocks,
+    evaluate_placement,
+    verify_pim,
+)
 
 __all__ = [
     "CoreResult", "PimInstance", "PimPlacement", "PimTimes", "PimVerification",
-    "build_model", "evaluate", "instance", "load_pim_times", "lower", "operator_rule",
-    "profile", "rule", "solve", "solve_for_cores", "verify",
+    "build_model", "evaluate", "evaluate_blocks", "instance", "load_pim_times", "loops",
+    "lower", "operator_rule", "profile", "rule", "solve", "solve_for_cores", "verify",
 ]  # fmt: skip
 
 
@@ -33,17 +38,20 @@ def instance(
     hardware: PimHardware | PimSpec,
     cores: int | None = None,
     pim_times: PimTimes | None = None,
+    blocks: Any = None,
 ) -> PimInstance:
     """The nests of ``profile`` (a nest profile) on ``hardware`` with ``cores`` PIM cores
     (default: the hardware's); ``pim_times`` (:func:`load_pim_times`) replace the
-    analytical T_pim of the nests they name."""
+    analytical T_pim of the nests they name; ``blocks`` (``loops(model, profile)``) for
+    basic-block granularity."""
     spec = hardware.pim if isinstance(hardware, PimHardware) else hardware
-    return pipeline.instance(profile, spec, cores, pim_times)
+    return pipeline.instance(profile, spec, cores, pim_times, blocks)
 
 
 build_model = build_pim_model
 profile = pipeline.profile_nests
 lower = pipeline.lower_model
+loops = pipeline.profile_loops
 rule = rule_placement
 operator_rule = operator_rule_placement
 evaluate = evaluate_placement

@@ -5,7 +5,8 @@ measured host time of each, the PIM machine's spec and core count, optional PIM 
 that override the analytical model (``placement.devices.pim``): per core count from a
 file (``measured``, :mod:`placement.pim.times`) or for this core count in code
 (``t_pim``), and optional Table 1 counters (used only by the rule). All times are in
-seconds.
+seconds. For basic-block granularity it also holds each nest's control structure
+(``blocks``, from which :mod:`placement.blocks` derives the nest's basic blocks).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+from placement.blocks import Loop, NestBlocks, basic_blocks
 from placement.devices.pim import check_cores, t_pim
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
@@ -33,6 +35,8 @@ class PimInstance:
     hold this instance's core count for each of them. ``t_pim``: PIM times at this
     core count given in code, overriding both. ``counters``: optional Table 1 events
     per nest, used only by the threshold rule. ``n_cores`` defaults to ``spec.cores``.
+    ``blocks``: optional, every nest's loops (:class:`placement.blocks.Loop`), needed at
+    basic-block granularity only.
     """
 
     nests: tuple[LoopNest, ...]
@@ -42,6 +46,7 @@ class PimInstance:
     t_pim: Mapping[str, float] | None = None
     counters: Mapping[str, Mapping[str, float] | None] | None = None
     measured: PimTimes | None = None
+    blocks: Mapping[str, Loop] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "nests", tuple(self.nests))
@@ -74,6 +79,13 @@ class PimInstance:
             unknown = [k for k in self.counters if k not in seen]
             if unknown:
                 raise PlacementError(f"counters given for unknown nest {unknown[0]!r}")
+        if self.blocks is not None:
+            unknown = [k for k in self.blocks if k not in seen]
+            if unknown:
+                raise PlacementError(f"basic blocks given for unknown nest {unknown[0]!r}")
+            missing = [n.id for n in self.nests if n.id not in self.blocks]
+            if missing:
+                raise PlacementError(f"nest {missing[0]!r} has no basic blocks")
 
     @cached_property
     def pim_times(self) -> dict[str, float]:
@@ -94,6 +106,17 @@ class PimInstance:
             n.id: "given" if n.id in given else FILE_SOURCE if n.id in from_file else MODEL_SOURCE
             for n in self.nests
         }
+
+    @cached_property
+    def nest_blocks(self) -> dict[str, NestBlocks]:
+        """Every nest's basic blocks (:mod:`placement.blocks`); an error without ``blocks``."""
+        if self.blocks is None:
+            raise PlacementError(
+                "basic-block granularity needs the nests' basic blocks, which this instance"
+                " does not hold (they come from lowering the model: placement.pim.pipeline."
+                "nest_loops)"
+            )
+        return {n.id: basic_blocks(n.id, self.blocks[n.id]) for n in self.nests}
 
     def pim_time(self, nest_id: str) -> float:
         return self.pim_times[nest_id]

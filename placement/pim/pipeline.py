@@ -24,6 +24,11 @@ every run, :mod:`placement.profiling.cache_flush`), for the JIT and ONNX Runtime
 Counters are counted (or simulated) on the program that was timed: the optimized one
 for ``ort``/``compiled``, the lowered one for ``jit``.
 
+Basic blocks (``nest_loops``, ``profile_loops``): each nest's loops and body segments
+(:class:`placement.blocks.Loop`) read from the lowered program, for basic-block
+granularity. They are a property of the lowering, not of a measurement, so profiles do
+not store them: a saved profile is matched with a fresh lowering of its model.
+
 torch-mlir is imported only when a model is lowered or timed (about 0.3 s), so the
 CIM path and loading saved profiles never pay for it.
 """
@@ -40,9 +45,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from placement.blocks import Loop
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.io import file_sha256
+from placement.onnxfile import read_onnx
 from placement.pim.instance import PimInstance
 from placement.pim.times import PimTimes
 from placement.profiling.counters import (
@@ -57,6 +64,7 @@ from placement.profiling.counters import (
     select_source,
 )
 from placement.profiling.host import host_description
+from placement.profiling.memory import check_model_memory, check_program_memory
 from placement.profiling.nest_profile import FILE, MEASURED, UNAVAILABLE, NestProfile
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total); phases below
@@ -213,6 +221,7 @@ def profile_nests(
     host_times: str | None = None,
     cache: str | None = None,
     markers: str = "auto",
+    memory_limit_gb: float | None = None,
 ) -> NestProfile:
     """Lower ``path``, time its nests, attach counters; see the module doc.
 
@@ -226,7 +235,10 @@ def profile_nests(
     ``host_times``: ``"ort"`` | ``"compiled"`` | ``"jit"`` and ``cache``: ``"warm"`` |
     ``"cold"`` (module doc; None = the :func:`default_host_times`, else ort for .onnx,
     compiled for .mlir, and warm). ``markers``: ``"auto"`` | ``"c"`` | ``"python"``
-    (:func:`~placement.profiling.nest_timing.time_nests`).
+    (:func:`~placement.profiling.nest_timing.time_nests`). A model whose run (in the JIT
+    or in ONNX Runtime) would need more memory than ``memory_limit_gb`` (default: half the
+    available memory) is refused before anything is allocated
+    (:mod:`placement.profiling.memory`).
     """
     from placement.profiling.nest_timing import time_nests  # loads torch-mlir
 
@@ -246,10 +258,13 @@ def profile_nests(
         choice = select_source(requested)
     except CountersUnavailable as exc:
         raise PlacementError(f"--counters-source {requested}: {exc.reason}") from None
+    if not is_mlir(path):  # ONNX Runtime runs it too; refused before it is even lowered
+        check_model_memory(path, read_onnx(path), memory_limit_gb)
     if program is None:
         program = lower_model(path)
     if not program.nests:
         raise PlacementError(f"{path}: the lowering materializes no loop nests; nothing to place")
+    check_program_memory(program, memory_limit_gb)
 
     def phase(name: str) -> Callable[[int, int], None] | None:
         if progress is None:
@@ -277,7 +292,7 @@ def profile_nests(
 
         ort_profile = profile_model(
             path, runs=runs, warmup=warmup, intra_op_threads=1, optimization="all",
-            seed=seed, cache=cache, progress=phase(ORT_PHASE),
+            seed=seed, cache=cache, progress=phase(ORT_PHASE), memory_limit_gb=memory_limit_gb,
         )  # fmt: skip
         ort_cpu_only = ort_profile.kernel_total
         ort_record = _ort_summary(ort_profile)
@@ -380,15 +395,60 @@ def with_counters_file(profile: NestProfile, path: str | Path) -> NestProfile:
 
 
 def instance(
-    profile: NestProfile, spec: PimSpec, cores: int | None = None, pim_times: PimTimes | None = None
-) -> PimInstance:
+    profile: NestProfile, spec: PimSpec, cores: int | None = None,
+    pim_times: PimTimes | None = None, blocks: Mapping[str, Loop] | None = None,
+) -> PimInstance:  # fmt: skip
     """The instance of ``profile`` on the PIM machine ``spec`` (``cores``: else the spec's),
     with ``pim_times`` (:mod:`placement.pim.times`) replacing the analytical T_pim of the
-    nests they name."""
+    nests they name; ``blocks``: the nests' loops (:func:`profile_loops`), for basic-block
+    granularity."""
     return PimInstance(
         nests=tuple(profile.nests), t_cpu=profile.t_cpu, spec=spec, n_cores=cores,
-        counters=profile.counters, measured=pim_times,
+        counters=profile.counters, measured=pim_times, blocks=blocks,
     )  # fmt: skip
+
+
+def nest_loops(program: Any) -> dict[str, Loop]:
+    """Per nest of a lowered program (as lowered, not optimized), its loops and segments."""
+    from torch_mlir import ir
+
+    from placement.profiling.mlir.extract import DynamicBounds, control_trees
+    from placement.profiling.mlir.lower import find_func, new_context
+
+    with new_context():
+        module = ir.Module.parse(program.module_text)
+        try:
+            trees = control_trees(find_func(module, program.func_name))
+        except DynamicBounds:
+            raise PlacementError(
+                f"{program.source}: a loop nest has non-constant bounds; its basic blocks"
+                " cannot be counted"
+            ) from None
+    if len(trees) != len(program.nests):
+        raise PlacementError(
+            f"internal error: {len(trees)} loop nests in the lowered program, {len(program.nests)}"
+            " extracted"
+        )
+    return {n.id: tree for n, tree in zip(program.nests, trees, strict=True)}
+
+
+def profile_loops(path: str | Path, profile: NestProfile) -> dict[str, Loop]:
+    """:func:`nest_loops` of a fresh lowering of ``path``, checked against ``profile``'s nests.
+
+    A profile from another lowering (another torch-mlir version) whose nests differ is an
+    error: their blocks would not be the profile's."""
+    program = lower_model(path)
+    mine = [(n.id, n.linalg_op, n.n_iter, n.n_total, n.trip_count) for n in program.nests]
+    theirs = [(n.id, n.linalg_op, n.n_iter, n.n_total, n.trip_count) for n in profile.nests]
+    if mine != theirs:
+        where = next((a[0] for a, b in zip(mine, theirs, strict=False) if a != b), None)
+        detail = f"nest {where!r} differs" if where else f"{len(mine)} vs {len(theirs)} nests"
+        raise PlacementError(
+            f"{profile.source or 'the profile'}: its nests are not those of lowering {path}"
+            f" here ({detail}; torch-mlir {_package_version('torch-mlir')} here, the profile's"
+            f" {profile.metadata.get('torch_mlir_version')}); re-profile to use basic blocks"
+        )
+    return nest_loops(program)
 
 
 def _ort_summary(profile: Any) -> dict[str, Any]:

@@ -7,6 +7,9 @@ from simulated counters (a cache simulation, not hardware events) carry
 (measured or simulated outside this tool) carry ``#`` after their id and
 ``"t_pim_source": "file"`` (the others: ``"analytical model"``). The rule's reasons are
 printed once per distinct reason, with the nests (and core counts) it applies to.
+What is specific to basic-block granularity and the comparison of granularities
+(Table 5) is in :mod:`placement.pim.granularity`; documents of loop and operator solves
+without the comparison hold none of its keys.
 """
 
 from __future__ import annotations
@@ -18,6 +21,15 @@ from typing import Any
 
 from placement.hardware.pim import PimHardware
 from placement.nests import LoopNest
+from placement.pim.granularity import (
+    blocks_json,
+    comparison_json,
+    comparison_lines,
+    crossing_lines,
+    granularity_note,
+    model_place,
+    split_lines,
+)
 from placement.pim.rules import simulated_store_bound
 from placement.pim.solve import CoreResult
 from placement.pim.times import MODEL_SOURCE
@@ -116,6 +128,7 @@ def pim_document(
     for r in results:
         model = r.placement.to_json()
         rs = r.rule_speedup
+        compared = comparison_json(r)
         per_core.append(
             {
                 "n_cores": r.cores,
@@ -129,7 +142,10 @@ def pim_document(
                 },
                 "model": model,
             }
+            | ({} if compared is None else {"granularities": compared})
         )
+    compare = any(r.by_granularity for r in results)
+    blocks = blocks_json(results[0].placement.instance) if results else None
     return {
         "format": RESULT_FORMAT,
         "version": RESULT_VERSION,
@@ -146,7 +162,8 @@ def pim_document(
             "granularity": granularity,
             "allow_estimates": allow_estimates,
             "cores": [r.cores for r in results],
-        },
+        }
+        | ({"compare_granularities": True} if compare else {}),
         "nest_profile": {
             "source": profile.source,
             "counter_source": profile.counter_source,
@@ -167,7 +184,7 @@ def pim_document(
         "baseline": baseline(profile),
         "nests": nests,
         "results": per_core,
-    }
+    } | ({} if blocks is None else {"basic_blocks": blocks})
 
 
 
@@ -340,6 +357,10 @@ def summary_lines(
           "speed-up", "on PIM"]],
         rows, right=(0, *range(2, 9)),
     )  # fmt: skip
+
+    for extra in (crossing_lines(results), split_lines(results), comparison_lines(results)):
+        if extra:
+            lines += ["", *extra]
     lines.append("")
     lines.append(_solver_line(results))
     lines.append(
@@ -347,6 +368,7 @@ def summary_lines(
         "; T_copy: "
         + ("Eq. 8 upper bound" if copy == "upper_bound" else "exact residency within segments")
         + f"; model granularity: {granularity}; the rule decides per nest"
+        + granularity_note(granularity)
     )
     if estimated_bw or any_rule_estimated:
         use = (
@@ -392,15 +414,16 @@ def _nest_rows(
 
 
 def _placement_rows(nests: Sequence[Any], results: Sequence[Any]) -> list[list[str]]:
-    """rule/model per core count of the nests that either puts on PIM somewhere."""
+    """rule/model per core count of the nests that either puts on PIM (or the model
+    splits, at basic-block granularity) somewhere."""
+    splits = {r.cores: set(r.placement.split_nests) for r in results}
     rows = []
     for n in nests:
         cells, anywhere = [], False
         for r in results:
             d = r.rule[n.id]
-            on_pim = r.placement.on_pim
-            model = "-" if on_pim is None else ("pim" if on_pim[n.id] else "host")
-            anywhere |= d.place == "pim" or model == "pim"
+            model = model_place(r.placement, n.id, splits[r.cores])
+            anywhere |= d.place == "pim" or model in ("pim", "split")
             cells.append(f"{d.place}{_mark(d)}/{model}")
         if anywhere:
             rows.append([n.id, _origin(n), *cells])

@@ -5,7 +5,11 @@ threshold rule beside it for every core count.
 any MIP backend (HiGHS by default) and recomputes the decisions' Eq. 9 independently
 (``placement.pim.verify``); a placement that fails verification is an error, never a
 result. ``solve_for_cores`` adds the paper's threshold rule (``placement.pim.rules``)
-and its own Eq. 9 for each PIM core count, as ``placement solve --target pim`` shows.
+and its own Eq. 9 for each PIM core count, as ``placement solve --target pim`` shows;
+with ``compare=True`` also the optimum at every granularity (Table 5's comparison).
+
+At basic-block granularity a placement decides per block (``PimPlacement.on_block``);
+``on_pim`` then says where each nest's body blocks (its memory accesses) run.
 """
 
 from __future__ import annotations
@@ -23,10 +27,22 @@ from placement.devices.pim import HybridTime, speedup
 from placement.errors import PlacementError
 from placement.hardware.pim import PimHardware, PimSpec
 from placement.models.common import solve_in_seconds
-from placement.models.pim import build_pim_model, check_mode, extract_decisions
+from placement.models.pim import (
+    BASIC_BLOCK,
+    GRANULARITIES,
+    build_pim_model,
+    check_mode,
+    extract_decisions,
+)
+from placement.models.pim_blocks import block_decisions
 from placement.pim.instance import PimInstance
 from placement.pim.rules import RuleDecision, rule_placement
-from placement.pim.verify import PimVerification, evaluate_placement, verify_pim
+from placement.pim.verify import (
+    PimVerification,
+    block_crossings,
+    evaluate_placement,
+    verify_pim,
+)
 from placement.solvers.base import SolveOptions, SolveResult, SolveStatus
 from placement.solvers.registry import get_backend
 
@@ -40,6 +56,21 @@ class PimPlacement:
     on_pim: dict[str, bool] | None  # None when the solver found no solution
     hybrid: HybridTime | None  # recomputed by the verifier from the decisions
     verification: PimVerification | None
+    on_block: dict[str, bool] | None = None  # basic-block granularity: block id -> PIM
+
+    @property
+    def split_nests(self) -> list[str]:
+        """Basic-block granularity: the nests with blocks on both sides."""
+        if self.on_block is None:
+            return []
+        blocks = self.instance.nest_blocks
+        return [n.id for n in self.instance.nests
+                if len({self.on_block[b] for b in blocks[n.id].ids}) > 1]  # fmt: skip
+
+    @property
+    def crossings(self) -> tuple[int, int] | None:
+        """Basic-block granularity: (transitions between nests, inside nests)."""
+        return None if self.on_block is None else block_crossings(self.instance, self.on_block)
 
     @property
     def cpu_only(self) -> float:
@@ -64,6 +95,20 @@ class PimPlacement:
             if self.on_pim is None
             else {k: ("pim" if v else "host") for k, v in self.on_pim.items()},
             "verification": None if self.verification is None else self.verification.to_json(),
+        } | self._block_json()
+
+    def _block_json(self) -> dict[str, Any]:
+        if self.granularity != BASIC_BLOCK:
+            return {}
+        crossings = self.crossings
+        return {
+            "block_decisions": None
+            if self.on_block is None
+            else {k: ("pim" if v else "host") for k, v in self.on_block.items()},
+            "split_nests": self.split_nests,
+            "crossings": None
+            if crossings is None
+            else {"between_nests": crossings[0], "inside_nests": crossings[1]},
         }
 
 
@@ -103,12 +148,14 @@ def solve(
         return PimPlacement(instance, copy, granularity, result, None, None, None)
 
     on_pim = extract_decisions(model)
+    on_block = block_decisions(model) if granularity == BASIC_BLOCK else None
+    decided = on_pim if on_block is None else on_block  # what the verifier checks
     assert result.objective is not None
     claimed = result.objective
     if result.status == SolveStatus.TIME_LIMIT:
         # An incumbent's continuous switch/copy variables may sit above their minimum;
         # the decisions' own Eq. 9 is then what it achieves.
-        check = verify_pim(instance, on_pim, copy=copy, granularity=granularity)
+        check = verify_pim(instance, decided, copy=copy, granularity=granularity)
         if check.recomputed is not None and check.recomputed.total < claimed:
             claimed = check.recomputed.total
             result = dataclasses.replace(
@@ -117,12 +164,13 @@ def solve(
                 message=f"{result.message}; incumbent lowered to its decisions' Eq. 9".lstrip("; "),
             )
     verification = verify_pim(
-        instance, on_pim, copy=copy, granularity=granularity, claimed=claimed
+        instance, decided, copy=copy, granularity=granularity, claimed=claimed
     )
     verification.raise_if_failed()
     return PimPlacement(
-        instance, copy, granularity, result, on_pim, verification.recomputed, verification
-    )
+        instance, copy, granularity, result, on_pim, verification.recomputed, verification,
+        on_block,
+    )  # fmt: skip
 
 
 @dataclass
@@ -133,6 +181,8 @@ class CoreResult:
     rule: dict[str, RuleDecision]  # nest id -> decision, program order
     rule_hybrid: HybridTime  # Eq. 9 of the rule's placement (same copy accounting)
     placement: PimPlacement  # the Eq.-9-optimal placement (verified)
+    # compare=True: the optimum at every granularity (the one above included)
+    by_granularity: dict[str, PimPlacement] | None = None
 
     @property
     def rule_speedup(self) -> float:
@@ -162,11 +212,14 @@ def solve_for_cores(
     threads: int | None = None,
     tee: bool | list[TextIO] = False,
     progress: Callable[[int], None] | None = None,
+    compare: bool = False,
 ) -> list[CoreResult]:
     """Rule and optimal placement for every core count in ``cores`` (in the order given).
 
     The rule is per nest at any ``granularity`` (the paper's rule); its placement is
     evaluated with the same ``copy`` accounting as the model, so the two compare.
+    ``compare``: also solve every other granularity (``CoreResult.by_granularity``; the
+    instance needs its basic blocks).
     """
     check_mode(copy, granularity)
     if not cores:
@@ -178,11 +231,14 @@ def solve_for_cores(
         at_n = instance.with_cores(n)
         rule = rule_placement(at_n, allow_estimates=allow_estimates)
         rule_hybrid = evaluate_placement(at_n, {k: d.on_pim for k, d in rule.items()}, copy=copy)
-        placement = solve(
-            at_n, copy=copy, granularity=granularity, solver=solver, time_limit=time_limit,
-            rel_gap=rel_gap, threads=threads, tee=tee,
-        )  # fmt: skip
-        out.append(CoreResult(n, rule, rule_hybrid, placement))
+        by: dict[str, PimPlacement] = {}
+        for gran in [granularity, *(g for g in GRANULARITIES if compare and g != granularity)]:
+            by[gran] = solve(
+                at_n, copy=copy, granularity=gran, solver=solver, time_limit=time_limit,
+                rel_gap=rel_gap, threads=threads, tee=tee,
+            )  # fmt: skip
+        ordered = {g: by[g] for g in GRANULARITIES if g in by} if compare else None
+        out.append(CoreResult(n, rule, rule_hybrid, by[granularity], ordered))
     return out
 
 

@@ -21,18 +21,24 @@ Definitions (shared with ``placement.models.pim``, stated there in full):
   "alloc"``) and is not written again. Fetches of a buffer that no nest inside
   an enclosing loop writes (no writer with ``trip_count > 1``) count once;
   otherwise per invocation of the reading nest. Flushes count per invocation.
+* ``basic-block`` granularity (:func:`evaluate_blocks`): a decision per basic block
+  (:mod:`placement.blocks`). Each block costs its share of its nest's ``T_cpu`` or PIM
+  time; the copies above follow where each nest's body blocks run; transitions are
+  counted between the nests' outermost headers (as between nests above) and, inside a
+  nest, ``count * trip_count`` times for every edge whose two blocks are placed apart,
+  each moving the edge's live loop indices (into PIM over ``B_rd``, back over ``B_wb``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from placement.devices.pim import HybridTime
 from placement.errors import PlacementError, raise_violations
-from placement.models.pim import check_mode
+from placement.models.pim import BASIC_BLOCK, check_mode
 from placement.pim.instance import PimInstance
 
 _ABS_SLACK = 1e-12  # seconds
@@ -145,6 +151,61 @@ def _exact_copy(instance: PimInstance, y: list[bool]) -> float:
     return fetch / spec.read_bandwidth + flush / spec.writeback_bandwidth
 
 
+def body_placement(instance: PimInstance, on_block: Mapping[str, bool]) -> dict[str, bool]:
+    """Nest id -> where its body blocks run (the first body block's decision)."""
+    blocks = instance.nest_blocks
+    return {n.id: bool(on_block[blocks[n.id].blocks[blocks[n.id].body[0]].id])
+            for n in instance.nests}  # fmt: skip
+
+
+def block_crossings(instance: PimInstance, on_block: Mapping[str, bool]) -> tuple[int, int]:
+    """(transitions between nests incl. start and end, transitions inside nests)."""
+    blocks = instance.nest_blocks
+    states = [False, *(bool(on_block[blocks[n.id].blocks[0].id]) for n in instance.nests), False]
+    between = sum(1 for a, b in zip(states, states[1:], strict=False) if a != b)
+    inside = 0
+    for n in instance.nests:
+        nb = blocks[n.id]
+        for e in nb.edges:
+            if bool(on_block[nb.blocks[e.src].id]) != bool(on_block[nb.blocks[e.dst].id]):
+                inside += e.count * n.trip_count
+    return between, inside
+
+
+def evaluate_blocks(
+    instance: PimInstance, on_block: Mapping[str, bool], *, copy: str = "upper_bound"
+) -> HybridTime:
+    """Eq. 9 of the basic-block placement ``on_block`` (block id -> True for PIM)."""
+    check_mode(copy, BASIC_BLOCK)
+    blocks = instance.nest_blocks
+    for n in instance.nests:
+        for b in blocks[n.id].blocks:
+            if b.id not in on_block:
+                raise PlacementError(f"the placement has no decision for block {b.id!r}")
+    spec = instance.spec
+    host: list[float] = []
+    pim: list[float] = []
+    moved_in = moved_out = 0
+    for n in instance.nests:
+        nb = blocks[n.id]
+        for b, share in zip(nb.blocks, nb.shares, strict=True):
+            if on_block[b.id]:
+                pim.append(instance.pim_time(n.id) * share)
+            else:
+                host.append(instance.t_cpu[n.id] * share)
+        for e in nb.edges:
+            src, dst = bool(on_block[nb.blocks[e.src].id]), bool(on_block[nb.blocks[e.dst].id])
+            if dst and not src:
+                moved_in += e.count * n.trip_count * e.live_bytes
+            elif src and not dst:
+                moved_out += e.count * n.trip_count * e.live_bytes
+    memory = evaluate_placement(instance, body_placement(instance, on_block), copy=copy).copy
+    between, inside = block_crossings(instance, on_block)
+    indices = moved_in / spec.read_bandwidth + moved_out / spec.writeback_bandwidth
+    return HybridTime(host=math.fsum(host), pim=math.fsum(pim), copy=memory + indices,
+                      n_region=between + inside, t_sw=spec.t_sw)  # fmt: skip
+
+
 def verify_pim(
     instance: PimInstance,
     on_pim: Mapping[str, bool],
@@ -154,33 +215,50 @@ def verify_pim(
     claimed: float | None = None,
     tol: float = 1e-6,
 ) -> PimVerification:
-    """Check a placement's completeness and granularity; recompute Eq. 9; compare a claim."""
+    """Check a placement's completeness and granularity; recompute Eq. 9; compare a claim.
+
+    At basic-block granularity ``on_pim`` maps block ids (:mod:`placement.blocks`) to
+    True for PIM, and a nest's body blocks must be placed together."""
     check_mode(copy, granularity)
-    bad: list[str] = []
-    ids = [n.id for n in instance.nests]
+    if granularity == BASIC_BLOCK:
+        blocks = instance.nest_blocks
+        return _verify(
+            [b for n in instance.nests for b in blocks[n.id].ids], on_pim, "block",
+            [[blocks[n.id].ids[k] for k in blocks[n.id].body] for n in instance.nests],
+            lambda ref, other: f"basic-block granularity: body blocks {ref!r} and {other!r}"
+            f" of nest {other.rsplit('.', 1)[0]!r} (its memory accesses) are placed differently",
+            lambda: evaluate_blocks(instance, on_pim, copy=copy), claimed, tol,
+        )  # fmt: skip
+    node = {n.id: n.onnx_node for n in instance.nests}
+    return _verify(
+        list(node), on_pim, "nest", instance.operator_groups() if granularity == "operator" else [],
+        lambda ref, other: f"operator granularity: nests {ref!r} and {other!r} of ONNX node"
+        f" {node[other]!r} are placed differently",
+        lambda: evaluate_placement(instance, on_pim, copy=copy), claimed, tol,
+    )  # fmt: skip
+
+
+def _verify(
+    ids: list[str], decisions: Mapping[str, bool], what: str, groups: Iterable[Sequence[str]],
+    apart: Callable[[str, str], str], evaluate: Callable[[], HybridTime], claimed: float | None,
+    tol: float,
+) -> PimVerification:  # fmt: skip
+    """Complete decisions, each group placed together (else ``apart(first, member)``), then
+    the recomputed Eq. 9 against the claim."""
     known = set(ids)
-    for nid in ids:
-        if nid not in on_pim:
-            bad.append(f"nest {nid!r} has no decision in the placement")
-    for nid in on_pim:
-        if nid not in known:
-            bad.append(f"the placement names unknown nest {nid!r}")
+    bad = [f"{what} {i!r} has no decision in the placement" for i in ids if i not in decisions]
+    bad += [f"the placement names unknown {what} {i!r}" for i in decisions if i not in known]
     if bad:
         return PimVerification(ok=False, violations=bad)
+    bad = [apart(g[0], k) for g in groups for k in g[1:]
+           if bool(decisions[k]) != bool(decisions[g[0]])]  # fmt: skip
+    recomputed = evaluate()
+    bad += _claim_violations(recomputed, claimed, tol)
+    return PimVerification(ok=not bad, violations=bad, recomputed=recomputed)
 
-    if granularity == "operator":
-        first: dict[str, str] = {}
-        for n in instance.nests:
-            if not n.onnx_node:
-                continue
-            ref = first.setdefault(n.onnx_node, n.id)
-            if bool(on_pim[ref]) != bool(on_pim[n.id]):
-                bad.append(
-                    f"operator granularity: nests {ref!r} and {n.id!r} of ONNX node"
-                    f" {n.onnx_node!r} are placed differently"
-                )
 
-    recomputed = evaluate_placement(instance, on_pim, copy=copy)
+def _claim_violations(recomputed: HybridTime, claimed: float | None, tol: float) -> list[str]:
+    bad: list[str] = []
     if claimed is not None:
         if not (isinstance(claimed, (int, float)) and math.isfinite(claimed)):
             bad.append(f"claimed hybrid time {claimed!r} is not a finite number")
@@ -193,4 +271,4 @@ def verify_pim(
                     f" {total:.9g} s (T_host {recomputed.host:.6g}, T_pim {recomputed.pim:.6g},"
                     f" T_copy {recomputed.copy:.6g}, N_region {recomputed.n_region})"
                 )
-    return PimVerification(ok=not bad, violations=bad, recomputed=recomputed)
+    return bad

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from placement.errors import PlacementError
+from placement.errors import PlacementError, repeated
 from placement.sweep.targets import TARGETS, Number, get_target
 
 
@@ -35,7 +35,8 @@ def check_key(target: str, key: str) -> str:
 def parse_values(target: str, key: str, text: str) -> tuple[Number, ...]:
     """'25,50,100' -> (25, 50, 100) for ``key``: positive numbers, whole where the key is.
 
-    Repeated values are kept once (first occurrence), like ``--pim-cores``.
+    A value given twice is an error naming it: it would be the same point twice, and
+    dropping it silently would leave a grid other than the one asked for.
     """
     check_key(target, key)
     integral = get_target(target).is_integral(key)
@@ -59,8 +60,13 @@ def parse_values(target: str, key: str, text: str) -> tuple[Number, ...]:
                     f"grid value {part!r} for {key!r}: must be a whole number (in {text!r})"
                 )
             value = int(value)
-        if value not in out:
-            out.append(value)
+        out.append(value)
+    twice = repeated(out)
+    if twice:
+        raise PlacementError(
+            f"grid value {', '.join(f'{v:g}' for v in twice)} for {key!r} is given twice in"
+            f" {text!r}: give each value once"
+        )
     return tuple(out)
 
 

@@ -166,15 +166,17 @@ def run_sweep(
     info: Callable[[str], None] | None = None,
     progress: Progress | None = None,
     warn: Callable[[str], None] | None = None,
+    memory_limit_gb: float | None = None,
 ) -> SweepResult:
     """Run (or resume) a sweep into ``output``; see the module docstring.
 
     ``measure(path)`` profiles a model without a ``profiles`` entry (HostProfile for
     CIM, NestProfile for PIM); ``client`` is an existing ``distributed.Client``,
     ``scheduler`` an address to connect to. Everything the user gave is checked
-    before anything is measured or written. ``warn`` receives one sentence per model
-    and hardware whose profile was measured on another architecture than the
-    hardware's host.
+    before anything is measured or written, including the memory profiling a model will
+    take against ``memory_limit_gb`` (:mod:`placement.profiling.memory`). ``warn``
+    receives one sentence per model and hardware whose profile was measured on another
+    architecture than the hardware's host.
     """
     started = time.perf_counter()
     options = options or SolverOptions()
@@ -196,24 +198,36 @@ def run_sweep(
         "hardware": [hardware_identity(h) for h in hardware],
         "solver": options.to_json(target),
     }
-    old = store.check_directory(identity, force)
-    # Check the grid against the hardware before the (slow) profiling.
+    # Check the grid against the hardware, and the memory profiling will take, before
+    # the directory is touched (--force discards another sweep) and before profiling.
     planned = plan_points(target, models, hardware, grid)
+    if needs_profile:
+        for m in models:
+            if m.name not in given and not (store.dir / m.profile_file).exists():
+                get_target(target).check_memory(m.path, memory_limit_gb)
+    old = store.check_directory(identity, force)
     if client is None and scheduler is not None:
         client = connect(scheduler, scheduler_timeout)  # fail fast, before profiling
         owns_client = True
     else:
         owns_client = False
     try:
-        # The manifest comes first: a run interrupted while profiling resumes too.
-        if old is None:
-            store.create(
-                _manifest(target, models, grid, hardware, options, identity, needs_profile)
-            )
-        if needs_profile:
-            models = _with_profiles(target, models, given, store, measure, say)
-        else:
-            say("host latencies: modelled for every hardware (estimate); nothing is profiled")
+        # The manifest comes first: a run interrupted while profiling resumes too. A model
+        # that cannot be profiled (an error, not an interruption) leaves nothing behind.
+        created_dir = not store.dir.exists()
+        try:
+            if old is None:
+                store.create(
+                    _manifest(target, models, grid, hardware, options, identity, needs_profile)
+                )
+            if needs_profile:
+                models = _with_profiles(target, models, given, store, measure, say)
+            else:
+                say("host latencies: modelled for every hardware (estimate); nothing is profiled")
+        except PlacementError:
+            if old is None:
+                store.remove_started(created_dir)
+            raise
         for m in models:  # once per model x hardware
             for hw in hardware:
                 mismatch = m.host_source(hw).warning
@@ -331,6 +345,7 @@ def _given_profiles(
             )
         if match[0].name in out:
             raise PlacementError(f"two profiles given for {match[0].path}")
+        get_target(target).check_profile(match[0].graph, profile)
         out[match[0].name] = profile
     return out
 
@@ -354,6 +369,7 @@ def _with_profiles(
                     f"--profile for {m.path} differs from the profile this sweep used"
                     f" ({saved}); resume without --profile, or start a new sweep"
                 )
+            get_target(target).check_profile(m.graph, profile)
             say(f"{m.name}: profile reused from {saved}")
         elif m.name in given:
             profile = given[m.name]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
-from placement.io import write_json_atomic, write_text_atomic
+from placement.io import check_output_dir, remove_created, write_json_atomic, write_text_atomic
 from placement.sweep.plan import ERROR, PointOutcome
 
 FORMAT = "placement-sweep"
@@ -57,12 +57,8 @@ class SweepStore:
 
         With ``force`` a different sweep's files are deleted (only the files a sweep writes).
         """
-        if self.dir.exists() and not self.dir.is_dir():
-            raise PlacementError(f"-o {self.dir}: exists and is not a directory")
+        check_output_dir(self.dir, f"-o {self.dir}")  # a file, /proc, no parent: one line
         if not self.dir.exists():
-            parent = self.dir.parent if str(self.dir.parent) else Path(".")
-            if not parent.is_dir():
-                raise PlacementError(f"-o {self.dir}: directory {parent} does not exist")
             return None
         old = self.existing_manifest() if not force else _try(self.existing_manifest)
         if old is None:
@@ -99,6 +95,15 @@ class SweepStore:
             path.unlink(missing_ok=True)
         for folder in (self.profiles_dir, self.schedules_dir):
             shutil.rmtree(folder, ignore_errors=True)
+
+    def remove_started(self, created_dir: bool) -> None:
+        """Undo a start that failed before any point was solved: the files a sweep writes
+        (:meth:`discard`; a new sweep's directory holds no others of a sweep), and the
+        directory itself when this run created it (``created_dir``) and it is empty."""
+        self.close()
+        self.discard()
+        if created_dir:
+            remove_created([], [self.dir])
 
     def create(self, manifest: dict[str, Any]) -> None:
         """Start a sweep here: the folders, then the manifest."""

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from placement.cim.instance import cim_instance
+from placement.cim.instance import check_latencies, cim_instance
 from placement.cim.schedule import CimSchedule
 from placement.cim.solve import FORMULATION_CHOICES, SOLVERS, unavailable_reason
 from placement.cim.solve import solve as solve_cim
@@ -24,12 +24,14 @@ from placement.graph import load_graph
 from placement.hardware.cim import CIM_KEYS, load_hardware, with_overrides
 from placement.hardware.pim import PIM_KEYS, load_pim_hardware, with_pim_overrides
 from placement.models.pim import check_mode
+from placement.onnxfile import read_onnx
 from placement.pim.pipeline import instance as pim_instance
-from placement.pim.pipeline import model_sha256
+from placement.pim.pipeline import is_mlir, model_sha256
 from placement.pim.rules import rule_placement
 from placement.pim.solve import solve as solve_pim
 from placement.pim.verify import evaluate_placement
 from placement.profiling.host_profile import HostProfile
+from placement.profiling.memory import check_model_memory
 from placement.profiling.nest_profile import NestProfile
 
 Number = int | float  # a grid value, in file units
@@ -93,6 +95,15 @@ class Target(Protocol):
 
     def load_profile(self, path: str | Path) -> Any:
         """A saved profile of this target's kind."""
+        ...
+
+    def check_profile(self, graph: Any, profile: Any) -> None:
+        """Refuse a profile (of the model's SHA-256) that does not fit what :meth:`ingest`
+        returned, before any point is planned."""
+        ...
+
+    def check_memory(self, path: str | Path, memory_limit_gb: float | None) -> None:
+        """Refuse a model whose profiling would need more memory than the limit."""
         ...
 
     def check_options(self, options: SolveSettings) -> None:
@@ -171,6 +182,15 @@ class CimTarget:
     def load_profile(self, path: str | Path) -> Any:
         """A :class:`~placement.profiling.host_profile.HostProfile`."""
         return HostProfile.load(path)
+
+    def check_profile(self, graph: Any, profile: Any) -> None:
+        """A latency for exactly the graph's operators (:func:`~placement.cim.instance.
+        check_latencies`)."""
+        check_latencies(graph, profile.latencies, f"profile {profile.source or ''}".strip())
+
+    def check_memory(self, path: str | Path, memory_limit_gb: float | None) -> None:
+        """ONNX Runtime's run of the model (:mod:`placement.profiling.memory`)."""
+        check_model_memory(path, read_onnx(path), memory_limit_gb)
 
     def check_options(self, options: SolveSettings) -> None:
         """The formulation and solver names; copy/granularity are checked for every target."""
@@ -274,6 +294,15 @@ class PimTarget:
     def load_profile(self, path: str | Path) -> Any:
         """A :class:`~placement.profiling.nest_profile.NestProfile`."""
         return NestProfile.load(path)
+
+    def check_profile(self, graph: Any, profile: Any) -> None:
+        """Nothing to compare: the nests come from the profile itself."""
+
+    def check_memory(self, path: str | Path, memory_limit_gb: float | None) -> None:
+        """ONNX Runtime's run of an .onnx model; a .mlir program is checked once lowered
+        (:func:`~placement.pim.pipeline.profile_nests`)."""
+        if not is_mlir(path):
+            check_model_memory(path, read_onnx(path), memory_limit_gb)
 
     def check_options(self, options: SolveSettings) -> None:
         """Known copy accounting and granularity."""

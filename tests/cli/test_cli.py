@@ -100,8 +100,8 @@ def big_gemm_model(tmp_path: Path) -> Path:
     return save(gemm_model([1, 512], [512, 512]), tmp_path)  # 2 x 2 = 4 crossbars
 
 
-# The hardware and the budget are checked after the model is profiled (ONNX Runtime):
-# those cases are integration tests, the others stop before any profiling.
+# The budget is checked after the model is profiled (ONNX Runtime): those cases are
+# integration tests; the others, the hardware flags among them, stop before any profiling.
 PROFILED = pytest.mark.integration
 BEFORE_PROFILING = pytest.mark.unit
 
@@ -119,9 +119,9 @@ BEFORE_PROFILING = pytest.mark.unit
         pytest.param(big_gemm_model, ["--crossbars", "2"], ["fits no operator", "needs 4"],
                      marks=PROFILED),
         pytest.param(lambda p: FP32, ["--crossbars", "0"], ["--crossbars must be positive"],
-                     marks=PROFILED),
+                     marks=BEFORE_PROFILING),
         pytest.param(lambda p: FP32, ["--hardware", "nowhere"], ["neither a preset"],
-                     marks=PROFILED),
+                     marks=BEFORE_PROFILING),
         pytest.param(lambda p: FP32, ["--time-limit", "-1"], ["--time-limit"],
                      marks=BEFORE_PROFILING),
         pytest.param(
@@ -154,7 +154,7 @@ def test_unreadable_profile(capsys, tmp_path):
     assert_one_line_error(code, err, "p.json")
 
 
-@pytest.mark.integration  # the model is profiled before the hardware file is read
+@pytest.mark.unit  # the hardware file is read before the model is profiled
 def test_bad_hardware_file(capsys, tmp_path):
     hw = tmp_path / "hw.toml"
     hw.write_text('base = "x86-ryzen"\n[cim]\nbus_gbps = -1\n')

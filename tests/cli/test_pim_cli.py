@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 from cli_helpers import assert_one_line_error, run
@@ -19,6 +20,7 @@ pytest.importorskip("torch_mlir")
 from placement.pim.pipeline import profile_nests  # noqa: E402
 
 FAST = ["--runs", "2", "--warmup", "1"]
+LLAMA_EXPORT = Path(__file__).resolve().parents[2] / "examples" / "llama_layer_tiny.onnx"
 CORE_ROW = re.compile(r"^\s+(\d+)\s+model\s")  # the model's rows of the per-core table
 
 LINALG_ADD = """
@@ -68,7 +70,8 @@ def env(tmp_path_factory):
 
 
 def core_rows(out: str) -> list[int]:
-    section = out.split("N_core", 1)[1].split("\n\n", 1)[0]
+    # the table under the header line (rule reasons may mention N_core too: "N_iter < N_core")
+    section = out.split("\nN_core ", 1)[1].split("\n\n", 1)[0]
     return [int(m.group(1)) for line in section.splitlines() if (m := CORE_ROW.match(line))]
 
 
@@ -165,6 +168,55 @@ def test_solve_json_document_is_complete(capsys, env):
                             + hybrid["switch"], rel_tol=1e-12)  # fmt: skip
         assert r["rule"]["hybrid"]["total"] >= hybrid["total"] * (1 - 1e-9)  # optimum wins
     assert doc["nest_profile"]["counter_source"]
+
+
+@pytest.mark.integration
+def test_basic_block_granularity_and_the_comparison_of_granularities(capsys, env):
+    out_file = env["dir"] / "bb.json"
+    code, out, err = run(capsys, "solve", env["onnx"], "--target", "pim", "--profile",
+                         env["profile"], "--pim-cores", "32,128", "--granularity", "basic-block",
+                         "--compare-granularities", "--json", out_file)  # fmt: skip
+    assert code == 0, err
+    assert "basic blocks:" in err and "from lowering" in err
+    assert "model granularity: basic-block" in out and "dynamic MLIR op counts" in out
+    assert "granularities compared" in out and "crossings (host<->PIM transitions" in out
+    doc = json.loads(out_file.read_text())
+    ids = [n.id for n in env["nests"]]
+    assert doc["options"]["granularity"] == "basic-block"
+    assert doc["options"]["compare_granularities"] is True
+    assert list(doc["basic_blocks"]) == ids
+    for r in doc["results"]:
+        model = r["model"]
+        assert model["granularity"] == "basic-block" and set(model["decisions"]) == set(ids)
+        blocks = {b["id"] for n in ids for b in doc["basic_blocks"][n]["blocks"]}
+        assert set(model["block_decisions"]) == blocks
+        crossings = model["crossings"]
+        assert crossings["between_nests"] + crossings["inside_nests"] == model["hybrid"]["n_region"]
+        by = r["granularities"]
+        assert list(by) == ["loop", "operator", "basic-block"]
+        assert all(p["verification"]["ok"] for p in by.values())
+        assert by["loop"]["vs_loop"]["seconds"]["total"] == 0.0
+        # finer is never worse: basic-block <= loop <= operator
+        totals = [by[g]["hybrid"]["total"] for g in ("basic-block", "loop", "operator")]
+        assert totals[0] <= totals[1] * (1 + 1e-9) and totals[1] <= totals[2] * (1 + 1e-9)
+        assert by["basic-block"]["hybrid"] == model["hybrid"]
+
+
+@pytest.mark.integration
+def test_basic_blocks_of_another_lowering_are_refused(capsys, env, tmp_path):
+    from placement.profiling.nest_profile import NestProfile
+
+    profile = NestProfile.load(env["profile"])
+    first = dataclasses.replace(profile.nests[0], n_total=profile.nests[0].n_total + 1)
+    changed = tmp_path / "changed.nests.json"
+    dataclasses.replace(profile, nests=[first, *profile.nests[1:]]).save(changed)
+    out_file = tmp_path / "r.json"
+    code, _, err = run(capsys, "solve", env["onnx"], "--target", "pim", "--profile", changed,
+                       "--granularity", "basic-block", "--json", out_file)  # fmt: skip
+    assert_one_line_error(code, err, "not those of lowering", "nest 'n000' differs", "re-profile")
+    assert not out_file.exists()
+    code, _, err = run(capsys, "solve", env["onnx"], "--compare-granularities")
+    assert_one_line_error(code, err, "--compare-granularities", "need --target pim")
 
 
 @pytest.mark.integration
@@ -275,6 +327,17 @@ def test_solve_mlir_without_profile(capsys, tmp_path):
     assert code == 0, err
     assert "(mlir)" in out and core_rows(out) == [32]
     assert "ONNX Runtime" not in err  # no ONNX-only steps for .mlir
+
+
+@pytest.mark.integration
+def test_pytorch_llama_export_solves(capsys):
+    # A real torch.onnx.export (examples/export_llama_layer.py): its Slice bounds, Reshape
+    # targets, positions and mask are computed from sizes, which folding makes constants.
+    code, out, err = run(capsys, "solve", LLAMA_EXPORT, "--target", "pim", *FAST,
+                         "--pim-cores", "32", "--counters-source", "none")  # fmt: skip
+    assert code == 0, err
+    assert "75 loop nests" in out and core_rows(out) == [32]
+    assert "outputs match ONNX Runtime" in err and "verification passed" in out
 
 
 @pytest.mark.integration

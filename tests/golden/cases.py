@@ -168,6 +168,15 @@ CASES: tuple[Case, ...] = (
         ),
         columns=WIDE,
     ),
+    # Basic-block granularity (the blocks come from lowering the model again) and Table 5's
+    # comparison of the three granularities.
+    Case(
+        "pim-solve-basic-block",
+        _args(
+            f"solve {PIM_MODEL} --target pim --profile {PIM_PROFILE} --pim-cores 32"
+            " --granularity basic-block --compare-granularities --json out.json"
+        ),
+    ),
     Case("pim-nests", _args(f"nests {PIM_MODEL} --json nests.json")),
     # export: the default (auto, as for solve: bounded on this graph) and faithful, LP and MPS
     *(

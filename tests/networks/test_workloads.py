@@ -39,6 +39,7 @@ SMALL = {
     "attention_prefill": lambda: W.attention_block(64, 4, seq=4, past=3),
     "gpt2_small_dims": lambda: W.decoder_layer(64, 4, 256, kind="gpt2"),
     "llama_small_dims": lambda: W.decoder_layer(64, 4, 172, kind="llama", past=2),
+    "gptj_small_dims": lambda: W.decoder_layer(64, 4, 256, kind="gptj", past=3, rotary_dim=8),
     "stack": lambda: W.decoder_stack(32, 2, 64, layers=3, kind="gpt2", past=1),
 }
 
@@ -63,7 +64,7 @@ def test_builds_are_deterministic():
 @pytest.mark.unit
 def test_registry_defaults_are_valid():
     for name, wl in W.WORKLOADS.items():
-        if name in ("llama_layer", "gpt2_stack", "gpt2_layer"):
+        if name in ("llama_layer", "gpt2_stack", "gpt2_layer", "gptj_layer"):
             continue  # big: parameter-count tests below
         onnx.checker.check_model(wl.build(min(wl.sizes)))
         assert wl.category and wl.size_meaning
@@ -111,10 +112,19 @@ def test_decoder_parameter_formulas_at_small_dims():
     gpt2 = 3 * h * h + 3 * h + h * h + h + 2 * h * f + f + h + 4 * h
     assert W.parameter_count(W.decoder_layer(h, 4, f, kind="gpt2")) == gpt2
     assert W.parameter_count(W.decoder_stack(h, 4, f, 3, kind="gpt2")) == 3 * gpt2
+    # GPT-J: q/k/v/out without bias, fc_in/fc_out with bias, one LayerNorm (gamma, beta).
+    gptj = 4 * h * h + (h * f + f) + (f * h + h) + 2 * h
+    assert W.parameter_count(W.decoder_layer(h, 4, f, kind="gptj", rotary_dim=8)) == gptj
     with pytest.raises(ValueError, match="kind"):
         W.decoder_layer(h, 4, f, kind="bert")
     with pytest.raises(ValueError, match="multiple of heads"):
         W.decoder_layer(h, 5, f)
+    with pytest.raises(ValueError, match="rotary_dim 17 must be even"):
+        W.decoder_layer(h, 4, f, kind="gptj", rotary_dim=17)
+    with pytest.raises(ValueError, match="at most the head dim 16"):
+        W.decoder_layer(h, 4, f, kind="gptj")  # GPT-J's 64 does not fit 16-dim heads
+    with pytest.raises(ValueError, match="'gptj' only"):
+        W.decoder_layer(h, 4, f, kind="llama", rotary_dim=8)
 
 
 @pytest.mark.unit
@@ -122,6 +132,81 @@ def test_gpt2_small_layer_parameters():
     model = W.decoder_layer(**W.GPT2, kind="gpt2")
     assert W.parameter_count(model) == 7_087_872  # ~7.1M
     onnx.checker.check_model(model)
+
+
+def gptj_reference(model: onnx.ModelProto, feeds: dict, heads: int, rotary_dim: int,
+                   past: int) -> np.ndarray:  # fmt: skip
+    """Hugging Face's GPTJBlock in NumPy (float64), in its [seq, heads, head_dim] layout."""
+    w = {i.name: onnx.numpy_helper.to_array(i).astype(np.float64) for i in model.graph.initializer}
+    x = feeds["X"].astype(np.float64)
+    seq, hidden = x.shape
+    d = hidden // heads
+    mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    h = (x - mu) / np.sqrt(var + 1e-5) * w["w_l0_ln1_gamma"] + w["w_l0_ln1_beta"]
+    q, k, v = (np.reshape(h @ w[f"w_l0_attn_{p}"], (seq, heads, d)) for p in "qkv")
+    # create_sinusoidal_positions, then apply_rotary_pos_emb with rotate_every_two
+    inv_freq = 1.0 / (10000 ** (np.arange(0, rotary_dim, 2) / rotary_dim))
+    angles = np.einsum("i,j->ij", np.arange(past, past + seq), inv_freq)
+    sin = np.repeat(np.sin(angles)[:, None, :], 2, axis=2)
+    cos = np.repeat(np.cos(angles)[:, None, :], 2, axis=2)
+
+    def rotate_every_two(t):
+        return np.stack((-t[..., 1::2], t[..., ::2]), axis=-1).reshape(t.shape)
+
+    def rotary(t):
+        rot, rest = t[..., :rotary_dim], t[..., rotary_dim:]
+        return np.concatenate([rot * cos + rotate_every_two(rot) * sin, rest], axis=-1)
+
+    q, k = rotary(q), rotary(k)
+    if past:  # the cache is [heads, past, d]
+        k = np.concatenate([feeds["l0_attn_past_k"].transpose(1, 0, 2), k])
+        v = np.concatenate([feeds["l0_attn_past_v"].transpose(1, 0, 2), v])
+    scores = np.einsum("qhd,khd->hqk", q, k) / np.sqrt(d)
+    scores += np.where(np.arange(past + seq)[None, :] > past + np.arange(seq)[:, None], -1e4, 0)
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    attn = np.einsum("hqk,khd->qhd", probs, v).reshape(seq, hidden) @ w["w_l0_attn_out"]
+    f = h @ w["w_l0_fc_in"] + w["w_l0_fc_in_bias"]
+    f = 0.5 * f * (1 + np.tanh(np.sqrt(2 / np.pi) * (f + 0.044715 * f**3)))  # gelu_new
+    mlp = f @ w["w_l0_fc_out"] + w["w_l0_fc_out_bias"]
+    return x + attn + mlp
+
+
+@pytest.mark.parametrize(("seq", "past", "rotary_dim"), [(1, 3, 8), (2, 3, 8), (3, 0, 16)])
+@pytest.mark.unit
+def test_gptj_layer_matches_a_numpy_gptj_block(seq, past, rotary_dim):
+    model = W.decoder_layer(64, 4, 256, seq=seq, kind="gptj", past=past, rotary_dim=rotary_dim)
+    feeds, (y,) = run(model)
+    assert y.shape == (seq, 64)
+    want = gptj_reference(model, feeds, 4, rotary_dim, past)
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.unit
+def test_gptj_rotary_is_position_dependent():
+    # At past = 0 a single token's rotary embedding is the identity; later it is not: the
+    # cache length changes the result through the positions, not only through attention.
+    model = W.decoder_layer(64, 4, 256, kind="gptj", past=3, rotary_dim=8)
+    feeds, (y,) = run(model)
+    unrotated = gptj_reference(model, feeds, 4, 0, 3)
+    assert not np.allclose(y, unrotated, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_gptj6b_layer_shapes_and_parameters():
+    # EleutherAI/gpt-j-6b: n_embd 4096, n_head 16 (head dim 256), rotary_dim 64, n_inner 16384.
+    model = W.build("gptj_layer", 128)
+    assert W.parameter_count(model) == 201_355_264  # 4*4096^2 + 2*4096*16384 + 16384 + 3*4096
+    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim]
+              for i in model.graph.input}  # fmt: skip
+    assert shapes == {"X": [1, 4096], "l0_attn_past_k": [16, 128, 256],
+                      "l0_attn_past_v": [16, 128, 256]}  # fmt: skip
+    inits = {i.name: list(i.dims) for i in model.graph.initializer}
+    assert inits["w_l0_attn_q"] == [4096, 4096] and inits["w_l0_fc_in"] == [4096, 16384]
+    assert inits["c_rotary_cos"] == [1, 64]  # position 128, rotary on 64 of 256 dims
+    assert "w_l0_attn_q_bias" not in inits and inits["w_l0_fc_out_bias"] == [4096]
+    _, (y,) = run(model)
+    assert y.shape == (1, 4096) and np.all(np.isfinite(y))
 
 
 @pytest.mark.slow
@@ -144,6 +229,7 @@ def test_small_models_lower_and_match_onnxruntime(tmp_path):
         "attention": (W.attention_block(64, 4, seq=2, past=3), None),
         "gpt2": (W.decoder_layer(64, 4, 256, kind="gpt2", past=2), None),
         "llama": (W.decoder_layer(64, 4, 172, kind="llama"), None),
+        "gptj": (W.decoder_layer(64, 4, 256, kind="gptj", past=3, rotary_dim=8), None),
     }
     for name, (model, expected_nests) in cases.items():
         path = tmp_path / f"{name}.onnx"
@@ -154,7 +240,7 @@ def test_small_models_lower_and_match_onnxruntime(tmp_path):
         # Every nest traces back to a node of the model (copies from bufferization aside).
         nodes = {n.name for n in model.graph.node}
         assert {n.onnx_node for n in program.nests} - {""} <= nodes
-        if name in ("attention", "gpt2", "llama"):
+        if name in ("attention", "gpt2", "llama", "gptj"):
             # JIT outputs checked against ONNX Runtime inside profile_nests.
             profile = profile_nests(path, runs=1, warmup=0, counters=False, program=program)
             assert profile.metadata["max_abs_error"] < 1e-3

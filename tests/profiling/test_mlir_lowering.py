@@ -3,20 +3,33 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
-from onnx_builders import const, model, save, tensor
+from onnx_builders import const, model, rotate_half_model, save, tensor
 
 from placement.errors import PlacementError
 
 pytest.importorskip("torch_mlir")
 
-from placement.profiling.mlir.lower import lower_mlir, lower_onnx  # noqa: E402
+from placement.blocks import basic_blocks  # noqa: E402
+from placement.pim.pipeline import nest_loops  # noqa: E402
+from placement.profiling.mlir.lower import (  # noqa: E402
+    find_func,
+    lower_mlir,
+    lower_onnx,
+    new_context,
+)
 from placement.profiling.nest_timing import time_nests  # noqa: E402
 
 MiB = 1 << 20
+LLAMA_EXPORT = Path(__file__).resolve().parents[2] / "examples" / "llama_layer_tiny.onnx"
+# What a PyTorch export computes on sizes only: folded, never a nest.
+SHAPE_OPS = {"Shape", "Gather", "Range", "ConstantOfShape", "Equal", "Where", "Expand", "Less",
+             "Squeeze", "Unsqueeze", "Constant", "Identity"}  # fmt: skip
 
 
 def add_model(n: int = 1024):
@@ -118,6 +131,31 @@ def test_softmax_reductions_count_in_n_total_only(models):
         assert nest.body_ops and all(v > 0 for v in nest.body_ops.values())
         assert not any(k.startswith(("scf.", "affine.")) or k == "arith.constant"
                        for k in nest.body_ops)  # fmt: skip
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", ["softmax", "gemv", "layernorm"])
+def test_basic_blocks_are_those_convert_scf_to_cf_makes(models, name):
+    """Every nest's blocks, in layout order and op for op, against the real lowering to cf."""
+    from torch_mlir import ir
+    from torch_mlir.passmanager import PassManager
+
+    program = lower_onnx(models[name])
+    assert "affine." not in program.module_text  # lower-affine would expand ops
+    loops = nest_loops(program)
+    with new_context():
+        module = ir.Module.parse(program.module_text)
+        PassManager.parse("builtin.module(convert-scf-to-cf)").run(module.operation)
+        func_op = find_func(module, program.func_name)
+        cf = [len(list(block.operations)) for block in func_op.regions[0].blocks]
+    pos = 1  # the function's entry block, then per nest its blocks and the block after it
+    for nest in program.nests:
+        nb = basic_blocks(nest.id, loops[nest.id])
+        assert cf[pos : pos + len(nb.blocks)] == [b.ops for b in nb.blocks], nest.id
+        pos += len(nb.blocks) + 1
+        # one body (the innermost segment) running once per innermost iteration
+        assert len(nb.body) == 1 and nb.blocks[nb.body[0]].executions == nest.n_total
+    assert pos == len(cf)
 
 
 @pytest.mark.integration
@@ -372,6 +410,18 @@ def test_data_dependent_shape_is_rejected_before_torch_mlir(tmp_path):
 
 
 @pytest.mark.unit
+def test_slice_end_from_an_input_is_still_rejected(tmp_path):
+    # Folding resolves sizes computed from static shapes, not sizes read from data.
+    nodes = [helper.make_node("Slice", ["X", "zero", "end", "axes"], ["Y"], name="slice")]
+    inits = [const("zero", [0], np.int64), const("axes", [0], np.int64)]
+    inputs = [tensor("X", [16]), tensor("end", [1], TensorProto.INT64)]
+    out = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None])
+    path = save(model(nodes, inputs, [out], inits), tmp_path)
+    with pytest.raises(PlacementError, match="'slice' \\(Slice\\).*dynamic or data-dependent"):
+        lower_onnx(path)
+
+
+@pytest.mark.unit
 def test_missing_file(tmp_path):
     with pytest.raises(PlacementError, match="no such file"):
         lower_onnx(tmp_path / "absent.onnx")
@@ -534,3 +584,39 @@ def test_gpt2_layer_lowers_and_matches_onnxruntime(tmp_path, seq):
     assert len(fc) == 1 and fc[0].n_total == seq * 768 * 3072
     timing = time_nests(program, runs=2, warmup=1, check_against_onnx=path)
     assert timing.max_abs_error < 1e-3
+
+
+# --------------------------------------------------------------------------- PyTorch exports
+
+
+@pytest.mark.integration
+def test_slice_chain_of_static_shapes_lowers(tmp_path):
+    # Shape -> Gather -> Div -> Unsqueeze -> Slice and Shape -> Gather -> Mul -> Concat ->
+    # Reshape: torch-mlir needs these as constants, and the folding makes them so.
+    path = save(rotate_half_model((1, 2, 8, 16)), tmp_path)
+    program = lower_onnx(path)
+    kept = {"relu", "slice1", "slice2", "neg", "cat", "transpose", "merge"}
+    assert {n.onnx_node for n in program.nests} - {""} <= kept
+    assert {"relu", "neg"} <= {n.onnx_node for n in program.nests}
+    timing = time_nests(program, runs=1, warmup=0, check_against_onnx=path)
+    assert timing.max_abs_error == 0.0  # only data movement and a negation
+
+
+@pytest.mark.integration
+def test_pytorch_llama_export_lowers_and_matches_onnxruntime():
+    """examples/llama_layer_tiny.onnx: torch.onnx.export of a LLaMA decoder layer
+    (examples/export_llama_layer.py), before this folding rejected as dynamic."""
+    program = lower_onnx(LLAMA_EXPORT)
+    graph = onnx.load(str(LLAMA_EXPORT)).graph
+    op_of = {n.name: n.op_type for n in graph.node}
+    origins = {n.onnx_node for n in program.nests} - {""}
+    assert origins <= set(op_of)  # the nests keep the export's node names
+    assert not {op_of[name] for name in origins} & SHAPE_OPS
+    for layer in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        assert f"/self_attn/{layer}/MatMul" in origins
+    # rotate_half: its Slices are views read by the negation and the concatenation.
+    assert {"/self_attn/Neg", "/self_attn/Concat_3", "/self_attn/Softmax", "/Add_1"} <= origins
+    # The projections' weights are arguments, not constants of the program.
+    assert {a.shape for a in program.weight_args} >= {(64, 64), (64, 172), (172, 64)}
+    timing = time_nests(program, runs=1, warmup=0, check_against_onnx=LLAMA_EXPORT)
+    assert timing.max_abs_error < 1e-4

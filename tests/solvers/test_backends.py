@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from backend_helpers import require_backend
 from oracles import random_instance
 
 from placement.cim.cpsat import rounded_instance, time_unit
@@ -35,12 +36,6 @@ def _instances(n: int = N_RANDOM, seed0: int = 100) -> list[CimInstance]:
         rng = random.Random(seed)
         out.append(random_instance(rng, rng.randint(3, 8)))
     return out
-
-
-def _skip_unless(name: str) -> None:
-    reason = BACKENDS[name].unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"{name} not installed: {reason}")
 
 
 @pytest.mark.unit
@@ -74,7 +69,7 @@ def test_unavailable_solver_is_a_clear_error(monkeypatch):
      pytest.param("gurobi", marks=pytest.mark.slow)],  # gurobi: licence checks
 )
 def test_tightened_with_start_on_other_solvers(solver):
-    _skip_unless(solver)
+    require_backend(solver)
     for inst in _instances(3, seed0=7):
         ref = solve_cim(inst, threads=1).result
         out = solve(inst, solver=solver, formulation="tightened", warm_start=True, threads=1,
@@ -97,7 +92,7 @@ def _wide_instance(n: int) -> CimInstance:
 
 @pytest.mark.solver
 def test_gurobi_size_limit_is_reported_as_licence_limit():
-    _skip_unless("gurobi")
+    require_backend("gurobi")
     if gurobi.licence() != "LimitedLicense":
         pytest.skip("gurobi has a full licence here: no size limit to hit")
     model = build_cim_model(_wide_instance(70))  # 2,415 ordering binaries
@@ -116,3 +111,13 @@ def test_cpsat_rounding_is_down_and_fine():
     for a, b in zip(inst.operators, r.operators, strict=True):
         assert b.t_host * unit <= a.t_host + 1e-18
         assert a.t_host - b.t_host * unit <= unit * (1 + 1e-9)
+
+
+@pytest.mark.unit
+def test_gurobi_without_scipy_is_unavailable_with_the_reason(monkeypatch):
+    """Pyomo's gurobi_direct cannot compile a model without scipy: every solve would fail
+    (the later ones with "'NoneType' object is not callable"), so the backend says why."""
+    require_backend("gurobi")
+    monkeypatch.setattr(gurobi, "scipy_available", lambda: False)
+    reason = BACKENDS["gurobi"].unavailable_reason()
+    assert reason is not None and "needs scipy" in reason and "pip install scipy" in reason

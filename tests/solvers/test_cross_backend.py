@@ -3,8 +3,8 @@
 Whichever backend runs, the CIM pipeline (``placement.cim.solve``) reaches the brute-force
 optimum and verifies it, the PIM pipeline (``placement.pim.solve``) reaches its
 brute-force optimum, and a failed solve is reported the same way. A backend that is not
-installed here is skipped with its own reason, except in the error cases, whose fake
-solve needs no solver at all.
+installed here is skipped with its own reason (a failure where CI requires it:
+``backend_helpers``), except in the error cases, whose fake solve needs no solver at all.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Collection
 from functools import cache
 
 import pytest
+from backend_helpers import require_backend
 from oracles import brute_force_makespan, random_instance
 from pim_oracles import brute_force
 from pim_oracles import random_instance as random_pim_instance
@@ -44,12 +45,6 @@ def backends(names: tuple[str, ...], slow: Collection[str] = ()) -> list:
     ]
 
 
-def skip_unless_installed(name: str) -> None:
-    reason = BACKENDS[name].unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"{name} not installed: {reason}")
-
-
 @cache
 def cim_case(seed: int) -> tuple[CimInstance, float]:
     """A random CIM instance of 3..8 operators and its brute-force optimum (seconds)."""
@@ -70,7 +65,7 @@ def test_every_registered_backend_is_covered():
 def test_cpu_only_start_is_taken_by_every_backend(name):
     """Without a heuristic, every solve starts from the CPU-only schedule and reports no
     worse; HiGHS says whether it took the start (its log), the others take it silently."""
-    skip_unless_installed(name)
+    require_backend(name)
     rng = random.Random(42)
     inst = random_instance(rng, 40, edge_prob=0.08)  # hundreds of parallel pairs
     out = solve_cim(inst, solver=name, formulation="faithful", warm_start=False, threads=1,
@@ -92,7 +87,7 @@ def test_cpu_only_start_is_taken_by_every_backend(name):
 
 @pytest.mark.parametrize("name", backends(CIM_BACKENDS, SLOW_CIM))
 def test_cim_optimum_matches_brute_force(name):
-    skip_unless_installed(name)
+    require_backend(name)
     for seed in CIM_SEEDS:
         inst, best = cim_case(seed)
         out = solve_cim(inst, solver=name, formulation="faithful", threads=1, time_limit=30)
@@ -107,12 +102,28 @@ def test_cim_optimum_matches_brute_force(name):
             assert r.best_bound is not None and r.best_bound <= best * (1 + 1e-9), seed
 
 
+@pytest.mark.parametrize("name", backends(MIP_BACKENDS, SLOW_CIM))
+def test_auto_formulation_runs_on_every_mip_backend(name):
+    """``placement bench --formulations auto`` with any MIP backend: the run path of bench
+    (:func:`placement.bench.run.run_one`) resolves 'auto' and reaches the optimum."""
+    from placement.bench.run import run_one
+
+    require_backend(name)
+    for seed in CIM_SEEDS[:3]:
+        inst, best = cim_case(seed)
+        out = run_one(inst, "auto", name, time_limit=30, threads=1)
+        assert out.result.status == SolveStatus.OPTIMAL, (seed, out.result.message)
+        assert out.result.options["formulation"] in ("bounded", "tightened"), seed
+        assert out.verified and out.schedule is not None, seed
+        assert out.schedule.makespan == pytest.approx(best, rel=1e-6), seed
+
+
 # --- (b) PIM: the brute-force optimum in every mode --------------------------------------
 
 
 @pytest.mark.parametrize("name", backends(MIP_BACKENDS, SLOW_PIM))
 def test_pim_optimum_matches_brute_force(name):
-    skip_unless_installed(name)
+    require_backend(name)
     for seed in PIM_SEEDS:
         inst = random_pim_instance(seed, 7)
         for copy, granularity in PIM_MODES:

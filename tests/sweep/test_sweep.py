@@ -58,7 +58,7 @@ def strip(rows):
 @pytest.mark.unit
 def test_grid_expansion_order_ids_and_values():
     grid = build_grid(
-        "cim", ["arm-a72", "x86-ryzen"], [("crossbars", "25,50,25,100"), ("t-mvm-ns", "50,1e3")]
+        "cim", ["arm-a72", "x86-ryzen"], [("crossbars", "25,50,100"), ("t-mvm-ns", "50,1e3")]
     )
     assert grid.parameters == (("crossbars", (25, 50, 100)), ("t_mvm_ns", (50.0, 1000.0)))
     combos = grid.combinations()
@@ -101,6 +101,8 @@ def test_pim_keys_are_the_pim_preset_keys():
         ("t_mvm_ns", "nan", "positive numbers"),
         ("t_mvm_ns", "inf", "positive numbers"),
         ("crossbar", "25", "known: crossbars, crossbar_rows"),
+        ("crossbars", "25,50,25,50", "grid value 25, 50 for 'crossbars' is given twice"),
+        ("t_mvm_ns", "50,5e1", "grid value 50 for 't_mvm_ns' is given twice"),
     ],
 )
 @pytest.mark.unit

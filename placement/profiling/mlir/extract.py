@@ -9,6 +9,8 @@ nest comes from.
 Each outermost ``scf.parallel`` of the lowered function is one :class:`~placement.nests.LoopNest`.
 Its operands are the memrefs loaded/stored inside it, resolved through view ops to the
 allocation (``memref.alloc``, function argument or ``memref.get_global``) they live in.
+:func:`control_tree` reads a nest's loops and the straight-line segments of their bodies,
+from which :mod:`placement.blocks` derives the nest's basic blocks.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from placement.blocks import Loop, Segment
 from placement.errors import PlacementError
 from placement.nests import LoopNest, NestOperand
 
@@ -259,6 +262,77 @@ def count_body_ops(op: Any) -> dict[str, int]:
     counts: dict[str, int] = {}
     _count_regions(op, parallel_trips(op), counts)
     return dict(sorted(counts.items()))
+
+
+# Terminators of scf bodies: convert-scf-to-cf replaces them by the branches that
+# placement.blocks counts.
+_BODY_TERMINATORS = frozenset({"scf.yield", "scf.reduce.return"})
+_NOT_ACCESSES = _VIEW_OPS | {"memref.dim", "memref.dealloc", "memref.extract_strided_metadata"}
+
+
+def control_tree(op: Any) -> Loop:
+    """The loops of the nest whose outermost loop is ``op`` (scf.parallel or scf.for).
+
+    An scf.parallel of rank ``p`` becomes ``p`` nested loops (convert-scf-to-cf lowers it
+    so); each loop's body is split into segments at its inner loops. Raises DynamicBounds
+    for a loop whose bounds are not constants.
+    """
+    if op.name == "scf.parallel":
+        operands = list(op.operands)
+        rank = len(op.regions[0].blocks[0].arguments)
+        trips = [
+            _trip(operands[d], operands[rank + d], operands[2 * rank + d]) for d in range(rank)
+        ]
+    else:
+        trips = [_for_trips(op)]
+    segments, inner = _segments(op.regions[0].blocks[0].operations)
+    loop = Loop(trips[-1], segments, inner)
+    empty = (Segment(0, False), Segment(0, False))
+    for outer in reversed(trips[:-1]):
+        loop = Loop(outer, empty, (loop,))
+    return loop
+
+
+def _segments(ops: Any) -> tuple[tuple[Segment, ...], tuple[Loop, ...]]:
+    segments: list[Segment] = []
+    inner: list[Loop] = []
+    count, memory = 0, False
+    for child in ops:
+        child = child.operation
+        if child.name in ("scf.for", "scf.parallel"):
+            segments.append(Segment(count, memory))
+            inner.append(control_tree(child))
+            count, memory = 0, False
+            continue
+        ops_here, touches = _static_ops(child)
+        count += ops_here
+        memory |= touches
+    segments.append(Segment(count, memory))
+    return tuple(segments), tuple(inner)
+
+
+def _static_ops(op: Any) -> tuple[int, bool]:
+    """(ops, accesses memory) of ``op`` and everything nested in it, terminators excluded.
+
+    ``scf.reduce`` (the terminator of an scf.parallel body) counts only what its
+    reduction regions hold."""
+    name = op.name
+    count = 0 if name in _BODY_TERMINATORS or name == "scf.reduce" else 1
+    memory = name not in _NOT_ACCESSES and any(
+        isinstance(v.type, ir.MemRefType) for v in op.operands
+    )
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                n, m = _static_ops(child.operation)
+                count += n
+                memory |= m
+    return count, memory
+
+
+def control_trees(func_op: Any) -> list[Loop]:
+    """:func:`control_tree` of every outermost scf.parallel of ``func_op``, in program order."""
+    return [control_tree(op) for op, _trips in outermost_parallels(func_op)]
 
 
 def _loc_info(loc: Any) -> tuple[int | None, str]:

@@ -15,8 +15,12 @@ Pipeline (the pass lists are the ones measured in shared/notes/mlir-lowering.md)
 The loop nests of the result are read out by :mod:`placement.profiling.mlir.extract`.
 
 ONNX specifics: nodes are renamed with :func:`~placement.onnx_names.node_names` before
-import (the importer puts the node name in the location), and float initializers of at
-least ``weight_arg_min_bytes`` become function arguments. Embedded as constants they
+import (the importer puts the node name in the location); constant-only nodes are folded
+(:mod:`placement.folding`, up to ``FOLD_MAX_BYTES`` per tensor), which turns the shape
+subgraphs of PyTorch exports (``Shape -> Gather -> Div -> Unsqueeze`` feeding a
+``Slice``, ``Range``, causal masks) into the constants torch-mlir needs; the remaining
+nodes keep their names. Float initializers of at least ``weight_arg_min_bytes`` become
+function arguments. Embedded as constants they
 would cost JIT time and memory (the notes: a 64 MB constant costs 1 s and 0.8 GB).
 """
 
@@ -34,8 +38,9 @@ import onnx
 from onnx import numpy_helper
 
 from placement.errors import PlacementError
+from placement.folding import fold_and_infer, strip_folded
 from placement.nests import LoopNest
-from placement.onnxfile import node_names, read_onnx
+from placement.onnxfile import NOT_NUMERIC_FIX, node_names, read_onnx
 from placement.profiling.mlir.extract import (
     extract_nests,
     loc_tag,
@@ -65,6 +70,9 @@ BUFFERIZE = (
     " add-result-attr=true},"
     " func.func(refback-munge-memref-copy))"
 )
+# Constant-only nodes are folded when no input or output exceeds this: the shape
+# computations of an export, small tables and masks; never a weight matrix.
+FOLD_MAX_BYTES = 1 << 20
 TO_PARALLEL_LOOPS = "builtin.module(func.func(convert-linalg-to-parallel-loops), canonicalize, cse)"
 
 _MLIR_TO_NUMPY = {
@@ -142,6 +150,9 @@ def lower_onnx(
     graph.name = "forward"  # becomes the function name; ONNX graph names need not be symbols
 
     _check_static_inputs(graph, path)
+    # Shape subgraphs (Shape -> Gather -> Div -> Unsqueeze -> Slice ends, Range, masks)
+    # become constants: torch-mlir needs them as compile-time values.
+    strip_folded(model, fold_and_infer(model, path, max_bytes=FOLD_MAX_BYTES, ask_ort=False))
     weights = _initializers_to_inputs(graph, weight_arg_min_bytes)
     try:
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
@@ -333,7 +344,15 @@ def _check_static_inputs(graph: onnx.GraphProto, path: Path) -> None:
             continue
         tensor_type = value.type.tensor_type
         if not value.type.HasField("tensor_type"):
-            raise PlacementError(f"{path}: input {value.name!r} is not a tensor")
+            kind = value.type.WhichOneof("value") or "value of unknown type"
+            raise PlacementError(
+                f"{path}: input {value.name!r} is a {kind.removesuffix('_type')}, not a"
+                f" tensor: {NOT_NUMERIC_FIX}"
+            )
+        if tensor_type.elem_type == onnx.TensorProto.STRING:
+            raise PlacementError(
+                f"{path}: input {value.name!r} is a string tensor: {NOT_NUMERIC_FIX}"
+            )
         if not tensor_type.HasField("shape"):
             raise PlacementError(
                 f"{path}: input {value.name!r} has an unknown shape; "

@@ -89,6 +89,7 @@ from placement.onnxfile import node_names, read_onnx
 from placement.profiling.cache_flush import CacheFlusher, cache_metadata, make_flusher
 from placement.profiling.host import LoadProbe, host_description
 from placement.profiling.host_profile import HostProfile
+from placement.profiling.memory import check_model_memory
 from placement.profiling.ort.attribution import ATTRIBUTION_RULE_VERSION, attribute, tensor_shapes
 from placement.profiling.ort.robust import (
     AUTO_MIN_ROUNDS,
@@ -195,6 +196,7 @@ def measure_runs(
     round_pause: float = ROUND_PAUSE_SECONDS,
     progress: Callable[[int, int], None] | None = None,
     cache: str = "warm",
+    memory_limit_gb: float | None = None,
 ) -> Measurement:
     """Run and trace the model; per node its per-run seconds, unreduced.
 
@@ -203,7 +205,9 @@ def measure_runs(
     between rounds. ``progress(done, total)`` is called after every measured run (with
     ``"auto"``, ``total`` is the cap until the last call). ``cache="cold"`` flushes the
     last-level cache before every run (:mod:`placement.profiling.cache_flush`); the
-    default ``"warm"`` runs back to back."""
+    default ``"warm"`` runs back to back. A model whose run would need more memory than
+    ``memory_limit_gb`` (default: half the available memory) is refused before anything
+    is allocated (:mod:`placement.profiling.memory`)."""
     _check_options(runs, warmup, intra_op_threads, optimization, seed)
     if runs == "auto":
         _check_auto(tolerance, time_budget)
@@ -214,6 +218,7 @@ def measure_runs(
     probe = LoadProbe()  # from here to the last run: others' load while preparing and running
     path = Path(path)
     model = read_onnx(path)
+    check_model_memory(path, model, memory_limit_gb)
     sha = file_sha256(path)
     names = node_names(model.graph)
     if not names:
@@ -300,13 +305,16 @@ def plain_inference_seconds(
     intra_op_threads: int = 1,
     optimization: str = "all",
     seed: int = 0,
+    memory_limit_gb: float | None = None,
 ) -> list[float]:
-    """Wall-clock seconds of each of ``runs`` plain runs (no profiler), after ``warmup`` runs."""
+    """Wall-clock seconds of each of ``runs`` plain runs (no profiler), after ``warmup`` runs
+    (``memory_limit_gb`` as for :func:`measure_runs`)."""
     _check_options(runs, warmup, intra_op_threads, optimization, seed)
     if runs == "auto":
         raise PlacementError("runs must be an integer >= 1 for plain inference, got 'auto'")
     path = Path(path)
     model = read_onnx(path)
+    check_model_memory(path, model, memory_limit_gb)
     with tempfile.TemporaryDirectory(prefix="placement-plain-") as tmp:
         session = _create_session(
             model, _session_options(intra_op_threads, optimization), path, tmp
