@@ -8,9 +8,9 @@ callgrind with ``--cache-sim=yes``:
 
 1. The program that was timed (``LoweredProgram.module_text``: the lowered loops, or the
    host-optimized ones of :mod:`placement.profiling.mlir.optimize`) gets the nest
-   markers of :func:`~placement.profiling.mlir.lower.insert_nest_markers` (at the same
+   markers of :func:`~placement.profiling.mlir.markers.mark_program` (at the same
    loops as the timing run), is lowered to LLVM with the timing run's pipeline
-   (``nest_timing.TO_LLVM``), compiled by MLIR's ExecutionEngine at ``opt_level=2`` with
+   (``nest_timing.llvm_pipeline``), compiled by MLIR's ExecutionEngine at ``opt_level=2`` with
    ``-avx512f`` on every function, and written out as an object file (the function
    renamed ``placement_program``). Valgrind 3.19 cannot decode AVX-512 (it stops with
    "unhandled instruction"), so the simulated code is the AVX2 version of the timed
@@ -240,39 +240,20 @@ def compile_object(program: LoweredProgram, path: Path) -> None:
     ``_mlir_ciface_placement_program`` (memref descriptors by pointer, outputs last)."""
     from torch_mlir import ir
     from torch_mlir.execution_engine import ExecutionEngine
-    from torch_mlir.passmanager import PassManager
 
     from placement.profiling import nest_timing
-    from placement.profiling.mlir.lower import insert_nest_markers, new_context
+    from placement.profiling.mlir.lower import new_context
+    from placement.profiling.mlir.markers import mark_program
+    from placement.profiling.mlir.passes import run_passes
 
-    to_llvm = nest_timing.TO_LLVM  # the timing run's pipeline and optimization level
+    to_llvm = nest_timing.llvm_pipeline(program)  # the timing run's pipeline and level
     opt_level = getattr(nest_timing, "OPT_LEVEL", 2)
 
-    count = len(program.nests)
     with new_context():
         module = ir.Module.parse(program.module_text)
-        # An optimized program marks the outermost loop of any kind carrying each nest's
-        # tag (as the timing run does); the unoptimized one every outermost scf.parallel.
-        tagged = getattr(program, "markers_at", "parallel") == "tagged-loop"
-        tags = getattr(program, "nest_tags", None) if tagged else None
-        marked = insert_nest_markers(module, program.func_name, ENTER, EXIT, tags=tags)
-        if marked != count:
-            raise PlacementError(
-                f"internal error: {marked} nests marked, the program lists {count}"
-            )
-        for op in module.body.operations:
-            op = op.operation
-            if op.name == "func.func" and "sym_name" in op.attributes:
-                if ir.StringAttr(op.attributes["sym_name"]).value == program.func_name:
-                    op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-                    # A fixed name: a program's own (e.g. @main) could clash with the driver.
-                    op.attributes["sym_name"] = ir.StringAttr.get(ENTRY)
-        try:
-            PassManager.parse(to_llvm).run(module.operation)
-        except Exception as exc:
-            raise PlacementError(
-                f"{program.source}: lowering to LLVM failed ({_first_line(exc)})"
-            ) from None
+        # A fixed name for the program: its own (e.g. @main) could clash with the driver.
+        mark_program(module, program, ENTER, EXIT, entry=ENTRY)
+        run_passes(module, to_llvm, f"{program.source}: lowering to LLVM failed")
         features = ir.Attribute.parse(
             "#llvm.target_features<[" + ", ".join(f'"{f}"' for f in TARGET_FEATURES) + "]>"
         )
@@ -468,9 +449,3 @@ def _valgrind_failure(log: str, run: subprocess.CompletedProcess[str]) -> str:
     return tail[-1] if tail else f"exit code {run.returncode}"
 
 
-def _first_line(exc: BaseException) -> str:
-    for line in str(exc).splitlines():
-        if line.strip().startswith("error:"):
-            return line.strip()[len("error:") :].strip()
-    lines = [line for line in str(exc).splitlines() if line.strip()]
-    return lines[0].strip() if lines else type(exc).__name__
