@@ -6,12 +6,19 @@ until about ``n`` operators; 40 % of the operators are CIM-capable (1-4 crossbar
 accelerator latency 0.1-1.5x the host's), transfers up to 0.3x the producer's host
 latency, a budget of 100 crossbars. Seeded: the same arguments give the same instance.
 
-For each size and width it reports preprocessing (parallel pairs, structure) and model
-build times (CPU seconds of this process), the model size and peak memory, and with
-``--solve`` the product's solve under ``--time-limit``: status, certified gap, wall time,
-peak memory after it, and the method (``--method``; "auto" decomposes these graphs).
+For each size and width it reports, in CPU seconds of this process: preprocessing (``pairs
+s``: the parallel pairs; ``struct s``: reachability, bottlenecks, head/tail bounds), the
+list-scheduling heuristic (``heur s``; run only where the formulation needs its upper
+bound, as ``placement.cim.build_model`` does for "tightened"), the Pyomo build (``build
+s``: ``build_cim_model``, structure included; ``build_model`` costs heur s + build s) and
+the model-size count (``size s``), then the rows and the peak memory; with ``--load``
+also the time to hand the built model to HiGHS (``load s``: the persistent interface's
+``set_instance``, the first part of every HiGHS solve). With ``--solve``: the product's
+solve under ``--time-limit``: status, certified gap, wall time, peak memory after it,
+and the method (``--method``; "auto" decomposes these graphs).
 
-    python benchmarks/cim_scale.py --sizes 500,1000,2000 --widths 2,4,8 [--solve --time-limit 60]
+    python benchmarks/cim_scale.py --sizes 500,1000,2000 --widths 2,4,8 [--load]
+        [--solve --time-limit 60]
 """
 
 from __future__ import annotations
@@ -74,14 +81,18 @@ def main() -> None:
     ap.add_argument("--method", default="auto", help="auto, monolithic or decomposition")
     ap.add_argument("--no-build", action="store_true",
                     help="skip timing the whole model's build (with --solve at large sizes)")
+    ap.add_argument("--load", action="store_true",
+                    help="also time handing the built model to HiGHS (set_instance)")
     args = ap.parse_args()
-    from placement.cim.solve import build_model, resolve_formulation, solve
+    from placement.cim.solve import resolve_formulation, solve
+    from placement.models.cim.build import formulation_families
     from placement.models.cim.structure import structure
-    from placement.solvers.contrib import model_size
 
     solve_head = f"{'status':>14}{'gap %':>9}{'wall s':>8}{'peak MB':>9}  method"
-    print(f"{'n':>6}{'w':>3}{'ops':>7}{'pairs':>8}{'pairs s':>9}{'struct s':>9}{'build s':>9}"
-          f"{'rows':>9}{'peak MB':>9}" + (solve_head if args.solve else ""))  # fmt: skip
+    print(f"{'n':>6}{'w':>3}{'ops':>7}{'pairs':>8}{'pairs s':>9}{'struct s':>9}{'heur s':>9}"
+          f"{'build s':>9}{'size s':>8}{'rows':>9}{'peak MB':>9}"
+          + (f"{'load s':>8}" if args.load else "")
+          + (solve_head if args.solve else ""))  # fmt: skip
     for n in map(int, args.sizes.split(",")):
         for w in map(int, args.widths.split(",")):
             inst = fork_join(n, w)
@@ -90,15 +101,12 @@ def main() -> None:
             t1 = time.process_time()
             structure(inst, 1.0)
             t2 = time.process_time()
-            rows = 0
-            if not args.no_build:
-                model = build_model(inst, resolve_formulation(inst, args.formulation))
-                rows = model_size(model).constraints
-                del model
-            t3 = time.process_time()
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            line = (f"{n:>6}{w:>3}{len(inst.operators):>7}{pairs:>8}{t1 - t0:>9.2f}"
-                    f"{t2 - t1:>9.2f}{t3 - t2:>9.2f}{rows:>9}{peak:>9.0f}")  # fmt: skip
+            line = f"{n:>6}{w:>3}{len(inst.operators):>7}{pairs:>8}{t1 - t0:>9.2f}{t2 - t1:>9.2f}"
+            if args.no_build:
+                line += f"{'-':>9}{'-':>9}{'-':>8}{'-':>9}{'-':>9}"
+            else:
+                families = formulation_families(resolve_formulation(inst, args.formulation))
+                line += _build_columns(inst, families, args.load)
             if args.solve:
                 tick = time.perf_counter()
                 placed = solve(inst, formulation=args.formulation, solver=args.solver,
@@ -114,6 +122,29 @@ def main() -> None:
                          f"{'-' if gap is None else f'{100 * gap:.3f}':>9}{wall:>8.1f}"
                          f"{peak:>9.0f}  {how}")
             print(line, flush=True)
+
+
+def _build_columns(inst: CimInstance, families: tuple[str, ...], load: bool) -> str:
+    """heur s, build s, size s, rows, peak MB (and load s with ``load``)."""
+    from placement.cim.heuristic import heuristic_schedule
+    from placement.models.cim.build import build_cim_model
+    from placement.solvers.contrib import contrib_solver, model_size
+
+    t0 = time.process_time()
+    ub = heuristic_schedule(inst).makespan if "window_big_m" in families else None
+    t1 = time.process_time()
+    model = build_cim_model(inst, families=families, upper_bound=ub)
+    t2 = time.process_time()
+    rows = model_size(model).constraints
+    t3 = time.process_time()
+    heur = "-" if ub is None else f"{t1 - t0:.2f}"
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    line = f"{heur:>9}{t2 - t1:>9.2f}{t3 - t2:>8.2f}{rows:>9}{peak:>9.0f}"
+    if load:
+        t4 = time.process_time()
+        contrib_solver("highs").set_instance(model)
+        line += f"{time.process_time() - t4:>8.2f}"
+    return line
 
 
 if __name__ == "__main__":

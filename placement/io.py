@@ -9,14 +9,15 @@ with a ``format`` name and ``version``, tied to one model file by ``model_path``
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
 import math
 import os
 import re
-import tempfile
-from collections.abc import Callable, Iterable, Mapping
+import secrets
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -143,29 +144,48 @@ def remove_created(files: Iterable[str | Path], dirs: Iterable[str | Path]) -> N
             pass
 
 
-def write_text_atomic(path: Path, text: str, what: str) -> None:
-    """Temp file beside ``path``, fsync, rename: a failure leaves no partial file."""
+#: Mode of every file this package writes, before the umask: what ``open()`` and the
+#: shell give a new file (``tempfile`` would make it 0600 whatever the umask).
+FILE_MODE = 0o666
+
+
+@contextlib.contextmanager
+def replacing(path: Path, suffix: str = ".tmp") -> Iterator[Path]:
+    """A new, empty temporary file beside ``path`` to write to; renamed over ``path`` when
+    the block ends, removed when it fails, so a failure never leaves half a file.
+
+    The file is created by ``os.open`` with :data:`FILE_MODE`: the kernel applies the
+    umask, as for any other program's output (no process-wide ``os.umask`` call, which
+    would race with other threads). ``suffix`` ends the temporary name (writers such as
+    Pyomo's guess the format from it). Raises OSError.
+    """
     directory = path.parent if str(path.parent) else Path(".")
-    tmp_name = None
+    for _ in range(100):
+        tmp = directory / f".{path.name}.{secrets.token_hex(4)}{suffix}"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 32 random bits
+        raise FileExistsError(f"no free temporary name beside {path}")
     try:
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=directory, prefix=f".{path.name}.", suffix=".tmp",
-            delete=False,
-        ) as fh:  # fmt: skip
-            tmp_name = fh.name
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: Path, text: str, what: str) -> None:
+    """``text`` into ``path`` through :func:`replacing` (fsynced before the rename)."""
+    try:
+        with replacing(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp_name, path)
-        tmp_name = None
     except OSError as exc:
         raise PlacementError(f"{path}: cannot write {what} ({exc.strerror or exc})") from None
-    finally:
-        if tmp_name is not None:
-            try:
-                os.unlink(tmp_name)
-            except OSError:
-                pass
 
 
 def write_json_atomic(

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 
-def fmt_time(seconds: float) -> str:
-    """3 significant digits in ns, us, ms or s."""
+def fmt_time(seconds: float, digits: int = 3) -> str:
+    """``digits`` significant digits in ns, us, ms or s."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+            return f"{seconds / scale:.{digits}g} {unit}"
+    return f"{seconds / 1e-9:.{digits}g} ns"
 
 
 def fmt_bandwidth(bps: float) -> str:
@@ -22,6 +22,27 @@ def fmt_bytes(n: float) -> str:
         if n >= scale:
             return f"{n / scale:.3g} {unit}"
     return f"{int(n)} B"
+
+
+#: Relative gaps below this are the float noise of a solver's arithmetic (an optimum
+#: proven with a gap of 4.6e-16), shown as 0.
+GAP_NOISE = 1e-9
+
+
+def fmt_gap(gap: float | None) -> str:
+    """A relative gap in %, 3 significant digits ("1.72%"); "0%" below :data:`GAP_NOISE`,
+    "n/a" when unknown. Exact values stay in the JSON documents."""
+    if gap is None:
+        return "n/a"
+    return "0%" if abs(gap) < GAP_NOISE else f"{gap * 100:.3g}%"
+
+
+def time_scale(seconds: float) -> tuple[float, str, int]:
+    """(factor, unit, decimals) to show times up to ``seconds`` in one unit: us with 2
+    decimals below 100 ms, else ms with 3 (10 ns or 1 us resolution)."""
+    if abs(seconds) < 0.1:
+        return 1e6, "us", 2
+    return 1e3, "ms", 3
 
 
 def fmt_bytes_si(n: float) -> str:

@@ -9,21 +9,21 @@ it, with the instance's meaning, into a ``<file>.json`` sidecar).
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyomo.environ as pyo
+from pyomo.opt import ProblemFormat
 
 from placement.cim.instance import CimInstance
-from placement.cim.solve import build_model
+from placement.cim.solve import build_model, resolve_formulation
 from placement.errors import PlacementError
+from placement.io import replacing, write_json_atomic
 from placement.solvers.base import ModelSize
 from placement.solvers.contrib import model_size
 
-FORMATS = {".mps": "mps", ".lp": "lp"}
+FORMATS = {".mps": ProblemFormat.mps, ".lp": ProblemFormat.cpxlp}
 
 
 def write_model(model: pyo.Block, path: str | Path) -> Path:
@@ -39,15 +39,13 @@ def write_model(model: pyo.Block, path: str | Path) -> Path:
         )
     if path.parent and not path.parent.exists():
         raise PlacementError(f"{path}: directory {path.parent} does not exist")
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
     try:
-        model.write(str(tmp), format=fmt, io_options={"symbolic_solver_labels": True})
-        os.replace(tmp, path)
+        with replacing(path, suffix=path.suffix) as tmp:
+            # The format as Pyomo names it: the string "lp" would make it warn that the
+            # file name does not match "its" format (cpxlp).
+            model.write(str(tmp), format=fmt, io_options={"symbolic_solver_labels": True})
     except OSError as exc:
         raise PlacementError(f"{path}: cannot write model ({exc.strerror or exc})") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return path
 
 
@@ -55,6 +53,7 @@ def write_model(model: pyo.Block, path: str | Path) -> Path:
 class ExportedModel:
     path: Path
     sidecar: Path  # ``<file>.json``: what the file's variables and units mean
+    formulation: str  # the one written ("auto" resolved)
     time_unit: float  # seconds per model time unit
     size: ModelSize
 
@@ -68,16 +67,18 @@ def export_model(
     hardware: dict[str, Any],
     host: dict[str, Any] | None = None,
 ) -> ExportedModel:
-    """The CIM ILP of ``instance`` (``formulation`` as for ``placement solve``) written to
+    """The CIM ILP of ``instance`` (``formulation`` as for ``placement solve``; the sidecar
+    names the one "auto" stood for) written to
     ``path`` (.mps or .lp), with the ``<file>.json`` sidecar that says what it means;
     ``host``: where the host latencies came from (``HostLatencySource.to_json()``)."""
     path = Path(path)
+    formulation = resolve_formulation(instance, formulation)
     model = build_model(instance, formulation)
     write_model(model, path)
     unit = pyo.value(model.time_unit)
     size = model_size(model)
     sidecar = path.with_name(path.name + ".json")
-    sidecar.write_text(json.dumps({
+    write_json_atomic(sidecar, {
         "model": model_path,
         "formulation": formulation,
         "time_unit_seconds": unit,
@@ -92,5 +93,5 @@ def export_model(
                  "constraints": size.constraints},
         "operators": len(instance.operators),
         "parallel_pairs": len(instance.parallel_pairs),
-    }, indent=2) + "\n")
-    return ExportedModel(path, sidecar, unit, size)
+    }, "the model's description")
+    return ExportedModel(path, sidecar, formulation, unit, size)

@@ -8,6 +8,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from placement.tables import text_table
+
 LICENCE_STATUS = "licence_limit"  # Gurobi's size-limited licence refused the model
 UNAVAILABLE_STATUS = "unavailable"
 
@@ -62,28 +64,37 @@ def _pct(v: float | None) -> float | None:
 
 
 def format_summary(summary: Sequence[dict[str, Any]]) -> list[str]:
-    """The Table-I-shaped text table (gaps in %, times in s)."""
-    w = max([14, *(len(str(s["network"])) + 2 for s in summary)])
-    hw_w = max([10, *(len(str(s["hardware"])) + 2 for s in summary)])
-    head = (f"{'network':<{w}}{'hw':<{hw_w}}{'formulation':<12}{'solver':<12}{'ops':>5}{'vars':>7}"
-            f"{'bins':>7}{'rows':>7}{'mean s':>9}{'max s':>9}{'mean gap%':>10}{'max gap%':>9}"
-            f"{'opt/pts':>9}{'verif':>7}{'build%':>7}")
-    lines = [head, "-" * len(head)]
+    """The Table-I-shaped text table (gaps in %, times in s): a heading per network and
+    hardware, a row per formulation and solver."""
 
     def num(v: Any, fmt: str) -> str:
         return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
 
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for s in summary:
-        lines.append(
-            f"{s['network']:<{w}}{s['hardware']:<{hw_w}}{s['formulation']:<12}{s['solver']:<12}"
-            f"{num(s['operators'], 'd'):>5}{num(s['variables'], 'd'):>7}"
-            f"{num(s['binaries'], 'd'):>7}{num(s['constraints'], 'd'):>7}"
-            f"{num(s['mean_total_s'], '.3f'):>9}{num(s['max_total_s'], '.2f'):>9}"
-            f"{num(None if s['mean_gap'] is None else 100 * s['mean_gap'], '.3f'):>10}"
-            f"{num(None if s['max_gap'] is None else 100 * s['max_gap'], '.3f'):>9}"
-            f"{s['optimal']:>5}/{s['runs']:<3}{s['verified']:>7}"
-            f"{num(_pct(s['mean_build_share']), '.1f'):>7}"
-            + ("" if s["statuses"] in ("optimal", "optimal,time_limit", "time_limit")
-               else f"  [{s['statuses']}]")
-        )
+        groups.setdefault((str(s["network"]), str(s["hardware"])), []).append(s)
+    lines: list[str] = []
+    for (network, hardware), rows in groups.items():
+        ops = next((s["operators"] for s in rows if s["operators"] is not None), None)
+        lines += [""] if lines else []
+        heading = f"{network} on {hardware}"
+        lines.append(heading + (f" ({ops} operators)" if ops is not None else ""))
+        body = [
+            [s["formulation"], s["solver"], num(s["variables"], "d"), num(s["binaries"], "d"),
+             num(s["constraints"], "d"), num(s["mean_total_s"], ".3f"),
+             num(s["max_total_s"], ".2f"),
+             num(None if s["mean_gap"] is None else 100 * s["mean_gap"], ".3f"),
+             num(None if s["max_gap"] is None else 100 * s["max_gap"], ".3f"),
+             f"{s['optimal']}/{s['runs']}", str(s["verified"]),
+             num(_pct(s["mean_build_share"]), ".1f"),
+             "" if s["statuses"] in ("optimal", "optimal,time_limit", "time_limit")
+             else f"[{s['statuses']}]"]
+            for s in rows
+        ]  # fmt: skip
+        lines += text_table(
+            [["", "", "", "", "", "mean", "max", "mean", "max", "", "", "build", ""],
+             ["formulation", "solver", "vars", "bins", "rows", "s", "s", "gap%", "gap%",
+              "optimal", "verified", "%", ""]],
+            body, right=range(2, 12),
+        )  # fmt: skip
     return lines

@@ -33,7 +33,7 @@ from placement.errors import PlacementError
 from placement.models.cim.cpsat import build_interval_model
 from placement.models.cim.structure import structure
 from placement.models.common import check_outcome
-from placement.solvers.base import SolveOptions, SolveResult, SolveStatus
+from placement.solvers.base import SolveOptions, SolveResult, SolveStatus, in_units
 from placement.solvers.cpsat import CpSatModel
 from placement.solvers.registry import get_backend
 
@@ -118,7 +118,8 @@ def solve_cpsat(
     prepare = time.perf_counter() - tick
     model = CpSatModel(build_interval_model, data, binaries=len(names))
     # Half the gap for CP-SAT: room for the re-timing's rounding.
-    raw = backend.solve(model, dataclasses.replace(options, rel_gap=options.rel_gap / 2))
+    raw = backend.solve(model, in_units(dataclasses.replace(options, rel_gap=options.rel_gap / 2),
+                                        unit))  # fmt: skip
     cpsat_status = str(raw.options["cpsat_status"])
     bound = None if raw.best_bound is None else max(raw.best_bound, 0.0) * unit
     recorded: dict[str, object] = {

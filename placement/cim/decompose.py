@@ -440,10 +440,12 @@ def decompose(
     left: Callable[[], float | None] = lambda: None,
     blocks_and_cuts: tuple[list[Block], list[str]] | None = None,
     progress: Callable[[str], None] | None = None,
+    bounds: Callable[[float, float], None] | None = None,
 ) -> Decomposed:
     """Solve ``instance`` block by block until the combination is proven within
     ``rel_gap``, nothing more can be learnt, or ``left()`` (the time left, None: no
-    limit) runs out (module docstring); ``progress`` gets a line after every round. In
+    limit) runs out (module docstring); ``progress`` gets a line after every round,
+    ``bounds`` the combination's makespan and certified lower bound before each. In
     a round, each block solve may take a share
     of :data:`ROUND_SHARE` of the time left, by its number of operators, but at least
     :data:`MIN_BLOCK_SECONDS` while any time is left."""
@@ -460,6 +462,8 @@ def decompose(
     while True:
         upper, picks = best_combination(instance, blocks, frontiers)
         lower, split_rooms = certified_bound(instance, blocks, frontiers)
+        if bounds is not None:
+            bounds(upper, lower)
         if upper - lower <= rel_gap * upper + 1e-15:
             ended = "optimal"
             break

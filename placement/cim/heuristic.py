@@ -285,7 +285,10 @@ def heuristic_schedule(
     best = _kicks(g, ev, budget, best, max_evals)
     makespan, order, host = best
     if not ev.timed_out:
-        order = _improve_sequence(g, ev, host, order, makespan, max(n, _MIN_EVALS))
+        # One pass over the sequence, but never more list schedules than the search itself
+        # made (4 per evaluation): each costs O(n), so a pass of n tries is quadratic.
+        limit = min(max(n, _MIN_EVALS), 4 * max_evals)
+        order = _improve_sequence(g, ev, host, order, makespan, limit)
     on_host = {g.names[i]: host[i] for i in range(n)}
     return asap_schedule(instance, on_host, [g.names[i] for i in order])
 
@@ -339,7 +342,7 @@ def _improve_sequence(
     while improved and tries < limit:
         improved = False
         for p in range(len(order) - 1):
-            if tries >= limit:
+            if tries >= limit or ev.done(ev.evals + 1):  # (the deadline only)
                 break
             a, b = order[p], order[p + 1]
             if g.descendants[a] >> b & 1:

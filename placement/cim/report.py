@@ -16,6 +16,8 @@ from placement.graph import OpGraph
 from placement.hardware.cim import Hardware
 from placement.hardware.hostcheck import HostLatencySource, host_latency_source
 from placement.solvers.base import SolveResult, SolveStatus
+from placement.tables import text_table
+from placement.units import fmt_gap, time_scale
 
 
 def format_seconds(t: float) -> str:
@@ -49,7 +51,7 @@ def summary_lines(
         SolveStatus.OPTIMAL: "optimal",
         SolveStatus.TIME_LIMIT: "TIME LIMIT reached: best placement found, NOT proven optimal",
     }.get(res.status, res.status.value)
-    gap = "n/a" if res.gap is None else f"{res.gap * 100:.3g}%"
+    gap = fmt_gap(res.gap)
     if res.options.get("method") == "decomposition":
         o = res.options
         rounds = f"{o['rounds']} round" + ("s" if o["rounds"] != 1 else "")
@@ -84,14 +86,12 @@ def summary_lines(
     cim_busy = sum(op.t_acc or 0.0 for op in cim_ops)
     busy = host_busy + cim_busy or 1.0
     lines.append("")
-    lines.append(f"{'device':<12}{'operators':>10}{'busy time':>14}{'share':>8}")
-    lines.append(
-        f"{'host CPU':<12}{len(host_ops):>10}{format_seconds(host_busy):>14}"
-        f"{host_busy / busy * 100:>7.1f}%"
-    )
-    lines.append(
-        f"{'CIM':<12}{len(cim_ops):>10}{format_seconds(cim_busy):>14}{cim_busy / busy * 100:>7.1f}%"
-    )
+    lines += text_table(
+        [["device", "operators", "busy time", "share"]],
+        [[name, str(len(ops)), format_seconds(t), f"{t / busy * 100:.1f}%"]
+         for name, ops, t in (("host CPU", host_ops, host_busy), ("CIM", cim_ops, cim_busy))],
+        right=(1, 2, 3),
+    )  # fmt: skip
     lines.append("")
     lines.append(f"crossbars used: {placement.crossbars_used} of {inst.crossbar_budget}")
     lines.append(f"host latencies: {source.detail}")
@@ -117,18 +117,20 @@ def operator_table(placement: CimPlacement, graph: OpGraph, estimate: bool = Fal
     sched = placement.schedule
     assert sched is not None
     t_host = "T_host~" if estimate else "T_host"
-    rows = [
-        f"{'operator':<32}{'type':<16}{'device':<7}{t_host:>11}{'T_acc':>11}"
-        f"{'xbars':>6}{'start':>11}{'finish':>11}"
-    ]
-    for op in sorted(placement.instance.operators, key=lambda o: (sched.start[o.name], o.name)):
-        t_acc = "-" if op.t_acc is None else format_seconds(op.t_acc)
-        device = "host" if sched.on_host[op.name] else "CIM"
-        rows.append(
-            f"{op.name[:31]:<32}{op.op_type[:15]:<16}{device:<7}"
-            f"{format_seconds(op.t_host):>11}{t_acc:>11}{op.crossbars or '-':>6}"
-            f"{format_seconds(sched.start[op.name]):>11}{format_seconds(sched.finish[op.name]):>11}"
-        )
+    scale, unit, digits = time_scale(sched.makespan)
+
+    def t(seconds: float) -> str:
+        return f"{seconds * scale:.{digits}f}"
+
+    header = [["operator", "type", "device", t_host, "T_acc", "xbars", "start", "finish"],
+              ["", "", "", f"({unit})", f"({unit})", "", f"({unit})", f"({unit})"]]
+    body = [
+        [op.name, op.op_type, "host" if sched.on_host[op.name] else "CIM", t(op.t_host),
+         "-" if op.t_acc is None else t(op.t_acc), str(op.crossbars or "-"),
+         t(sched.start[op.name]), t(sched.finish[op.name])]
+        for op in sorted(placement.instance.operators, key=lambda o: (sched.start[o.name], o.name))
+    ]  # fmt: skip
+    rows = text_table(header, body, right=range(3, 8), shrink=0)
     if estimate:
         rows.append("T_host~: estimated by the analytical host model, not measured")
     return rows

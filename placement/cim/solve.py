@@ -36,12 +36,23 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import pyomo.environ as pyo
 
 from placement.cim.cpsat import solve_cpsat
+from placement.cim.deadline import (
+    CPSAT_SHARE,
+    HEURISTIC_SHARE,
+    MIN_SOLVE,
+    WORKER_START,
+    Deadline,
+    Phases,
+    build_estimate,
+    end_reserve,
+    phase_limit,
+)
 from placement.cim.decompose import Decomposed, decompose, split, trivial_bound
 from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimInstance
@@ -58,6 +69,7 @@ from placement.models.cim.build import (
 from placement.models.common import solve_in_seconds
 from placement.solvers.base import (
     ModelSize,
+    SolveMonitor,
     SolveOptions,
     SolverError,
     SolveResult,
@@ -92,59 +104,6 @@ AUTO_MAX_PAIRS_FOR_BOUNDED = 200
 #: A solver's makespan may sit this much (relative) below the re-timed makespan of its
 #: decisions (feasibility tolerances on big-M rows); more is a solver error.
 _CLAIM_SLACK = 1e-4
-
-
-@dataclass
-class Deadline:
-    """``--time-limit`` as one deadline for the whole solve: preprocessing, heuristic, every
-    solver phase, extraction and verification (``limit`` None: no deadline)."""
-
-    limit: float | None
-    started: float = field(default_factory=time.perf_counter)
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.started
-
-    def left(self) -> float | None:
-        """Seconds left (never negative), None without a limit."""
-        return None if self.limit is None else max(self.limit - self.elapsed(), 0.0)
-
-    def share(self, fraction: float) -> float | None:
-        """``fraction`` of the time left, None without a limit."""
-        left = self.left()
-        return None if left is None else fraction * left
-
-
-#: Shares of the time left: the heuristic; CP-SAT's half of cpsat+highs.
-_HEURISTIC_SHARE = 0.25
-_CPSAT_SHARE = 0.5
-#: Least solver time worth starting a phase for, in seconds.
-_MIN_SOLVE = 0.2
-#: Seconds to start the CP-SAT worker interpreter and hand it the model (measured ~0.5 s).
-_WORKER_START = 0.5
-#: Pyomo builds about this many rows a second here (measured on YOLOv5n: 5,000 rows in
-#: 0.26 s on a loaded 2-core VM); used to skip a MIP that could not even be built in time.
-_ROWS_PER_SECOND = 15_000.0
-
-
-def _phase_limit(seconds: float) -> float:
-    """A solver phase's time limit from the time left: whole seconds (rounded down) above
-    two, so that a long limit is the same number at every point (solvers are deterministic
-    for the same limit; a limit that differs in its last digits can change their result
-    in its last bits), tenths below; never under the least worth starting for."""
-    limit = math.floor(seconds) if seconds >= 2.0 else math.floor(seconds * 10) / 10
-    return max(limit, _MIN_SOLVE)
-
-
-def end_reserve(instance: CimInstance) -> float:
-    """Seconds kept back for extraction, re-timing and verification (linear in size)."""
-    return 0.1 + 2e-5 * (len(instance.operators) + len(instance.edges))
-
-
-def build_estimate(instance: CimInstance) -> float:
-    """Seconds to build the Pyomo model (big-M rows of the parallel pairs dominate)."""
-    rows = 2 * len(instance.parallel_pairs) + 3 * len(instance.edges) + 4 * len(instance.operators)
-    return rows / _ROWS_PER_SECOND
 
 
 @dataclass
@@ -253,6 +212,7 @@ def solve(
     starts: Sequence[CimSchedule] = (),
     method: str = "auto",
     progress: Callable[[str], None] | None = None,
+    monitor: SolveMonitor | None = None,
 ) -> CimPlacement:
     """Optimal (or, with a time limit, best found) placement of ``instance``, verified.
 
@@ -272,14 +232,17 @@ def solve(
     best of them, the CPU-only schedule and the heuristic's (when it runs), and never
     reports a placement worse than that start. ``method``: one of :data:`METHODS`
     (module docstring); a model of your own is always solved whole. ``progress`` gets
-    a line now and then during a long (decomposed) solve.
+    a line now and then during a long (decomposed) solve; ``monitor`` is told each phase
+    as it starts and the incumbent and bound (seconds) as they improve (from the solvers'
+    callbacks, HiGHS and CP-SAT; :class:`~placement.solvers.base.SolveMonitor`).
 
     The result's ``options`` record ``formulation``, ``heuristic_makespan`` and
     ``heuristic_seconds`` (when the heuristic ran) and ``start`` (HiGHS's verdict).
     Raises :class:`PlacementError` on bad options, an unavailable solver, a solver
     error (:class:`~placement.solvers.base.SolverError`) or a failed verification.
     """
-    options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads, tee=tee)
+    options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads, tee=tee,
+                           monitor=monitor)  # fmt: skip
     options.check()
     deadline = Deadline(time_limit)
     block_formulation, block_solver = block_choices(formulation, solver)
@@ -382,7 +345,7 @@ def _solve_decomposed(
     def solve_block(
         sub: CimInstance, limit: float | None, known: list[CimSchedule]
     ) -> tuple[CimSchedule, float]:
-        if limit is not None and limit < _MIN_SOLVE:
+        if limit is not None and limit < MIN_SOLVE:
             statuses["not solved (no time)"] = statuses.get("not solved (no time)", 0) + 1
             return best_start(sub, [("known", s) for s in known])[1], 0.0
         placed = solve(sub, formulation=formulation, solver=solver, time_limit=limit,
@@ -398,9 +361,13 @@ def _solve_decomposed(
         now = deadline.left()
         return None if now is None else max(now - reserve, 0.0)
 
+    monitor = options.monitor
+    if monitor is not None:
+        monitor.phase("decomposition")
     tick = time.perf_counter()
     done: Decomposed = decompose(instance, solve_block, rel_gap=options.rel_gap, left=left,
-                                 blocks_and_cuts=blocks_and_cuts, progress=progress)  # fmt: skip
+                                 blocks_and_cuts=blocks_and_cuts, progress=progress,
+                                 bounds=None if monitor is None else monitor.improved)  # fmt: skip
     seconds = time.perf_counter() - tick
     origin, schedule = best_start(instance, starts)
     if done.schedule.makespan <= schedule.makespan:
@@ -451,14 +418,15 @@ def solve_mip(
     backend = get_backend(solver, mip=True)
     families = formulation_families(formulation)
     deadline = deadline or Deadline(options.time_limit)
-    phases = Phases()
+    phases = Phases(options.monitor)
     if warm_start is None:
         warm_start = formulation == "tightened"
     heuristic, heuristic_seconds = None, 0.0
     # A given start (CP-SAT's, a neighbour's) stands in for the heuristic.
     if not starts and (warm_start or (model is None and "window_big_m" in families)):
+        phases.start("heuristic")
         tick = time.perf_counter()
-        heuristic = heuristic_schedule(instance, seconds=deadline.share(_HEURISTIC_SHARE))
+        heuristic = heuristic_schedule(instance, seconds=deadline.share(HEURISTIC_SHARE))
         heuristic_seconds = time.perf_counter() - tick
         phases.ran("heuristic", heuristic_seconds)
     candidates = [("heuristic", heuristic)] if heuristic is not None else []
@@ -472,13 +440,14 @@ def solve_mip(
     own_model = model is None
     left = deadline.left()
     reserve = end_reserve(instance)
-    if own_model and left is not None and left - reserve < build_estimate(instance) + _MIN_SOLVE:
+    if own_model and left is not None and left - reserve < build_estimate(instance) + MIN_SOLVE:
         why = (f"{left:.2g} s left of the {deadline.limit:g} s limit; building the model"
                f" alone takes about {build_estimate(instance):.2g} s")  # fmt: skip
         phases.skipped(backend.name, why)
         result = _no_solve(backend.name, options, extra | {"phases": phases.records})
         note = f"{origin} schedule reported ({backend.label} skipped: {why})"
         return _reported(result, start, options.rel_gap, note), start
+    phases.start("building the model", start.makespan)
     tick = time.perf_counter()
     if model is None:
         model = build_cim_model(instance, families=families, upper_bound=start.makespan)
@@ -488,9 +457,10 @@ def solve_mip(
     left = deadline.left()
     phase_options = options
     if left is not None:
-        limit = _phase_limit(left - reserve)
+        limit = phase_limit(left - reserve)
         phase_options = dataclasses.replace(options, time_limit=limit)
         extra["phase_time_limit"] = phase_options.time_limit
+    phases.start(backend.label)
     result = solve_in_seconds(
         model, backend, phase_options, what="CIM", item="operator", start=values,
         build_seconds=build_seconds, extra=extra,
@@ -512,19 +482,6 @@ def solve_mip(
     if schedule is None:
         return result, None
     return _reported(result, schedule, options.rel_gap), schedule
-
-
-class Phases:
-    """What a solve did, in order: each phase's seconds, or why it was skipped."""
-
-    def __init__(self) -> None:
-        self.records: list[dict[str, object]] = []
-
-    def ran(self, phase: str, seconds: float) -> None:
-        self.records.append({"phase": phase, "seconds": seconds})
-
-    def skipped(self, phase: str, why: str) -> None:
-        self.records.append({"phase": phase, "skipped": why})
 
 
 def _no_solve(solver: str, options: SolveOptions, extra: dict[str, object]) -> SolveResult:
@@ -575,14 +532,15 @@ def _cpsat(
     share: float = 1.0,
 ) -> tuple[SolveResult, CimSchedule]:
     """CP-SAT within ``share`` of the time the deadline leaves after the heuristic."""
-    phases = Phases()
+    phases = Phases(options.monitor)
+    phases.start("heuristic")
     tick = time.perf_counter()
-    heuristic = heuristic_schedule(instance, seconds=deadline.share(_HEURISTIC_SHARE))
+    heuristic = heuristic_schedule(instance, seconds=deadline.share(HEURISTIC_SHARE))
     phases.ran("heuristic", time.perf_counter() - tick)
     left = deadline.left()
     if left is not None:
-        limit = _phase_limit(share * (left - end_reserve(instance)) - _WORKER_START)
-        if limit <= _MIN_SOLVE:
+        limit = phase_limit(share * (left - end_reserve(instance)) - WORKER_START)
+        if limit <= MIN_SOLVE:
             why = f"{left:.2g} s left of the {deadline.limit:g} s limit"
             phases.skipped("cpsat", why)
             origin, start = best_start(instance, [("heuristic", heuristic), *starts])
@@ -596,6 +554,7 @@ def _cpsat(
         phase_options = dataclasses.replace(options, time_limit=limit)
     else:
         phase_options = options
+    phases.start("CP-SAT", heuristic.makespan)
     result, schedule = solve_cpsat(instance, phase_options, heuristic=heuristic, starts=starts)
     phases.ran("cpsat", result.solve_seconds)
     result.options |= {
@@ -613,7 +572,7 @@ def _cpsat_then_highs(
 ) -> tuple[SolveResult, CimSchedule | None]:
     """CP-SAT for half the time left; if not proven, HiGHS (tightened) from its incumbent
     for the rest."""
-    r1, first = _cpsat(instance, options, deadline, starts, share=_CPSAT_SHARE)
+    r1, first = _cpsat(instance, options, deadline, starts, share=CPSAT_SHARE)
     heur_s = r1.options.get("heuristic_seconds", 0.0)
     if r1.status == SolveStatus.OPTIMAL:
         return dataclasses.replace(r1, solver="cpsat+highs"), first

@@ -45,7 +45,11 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
                        help="record unavailable solvers as 'unavailable' rows instead of failing")
     bench.add_argument("--time-limit", type=float, default=60.0, help="per run, s (default 60)")
     bench.add_argument("--gap", type=float, default=1e-4, help="relative MIP gap (default 1e-4)")
-    bench.add_argument("--threads", type=int, default=2, help="solver threads (default 2)")
+    bench.add_argument("--solver-threads", type=int, default=None, metavar="N",
+                       help="solver threads per run (default 2)")
+    bench.add_argument("--threads", type=int, default=None, dest="old_threads", metavar="N",
+                       help="deprecated spelling of --solver-threads (elsewhere --threads means"
+                       " ONNX Runtime threads)")
     bench.add_argument("--repeat", type=int, default=1, help="runs per combination (default 1)")
     bench.add_argument("--profile-runs", type=int, default=20,
                        help="ONNX Runtime measured runs when profiling (default 20)")
@@ -59,6 +63,24 @@ def _split(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def solver_threads(args: argparse.Namespace) -> int:
+    """``--solver-threads``, or the deprecated ``--threads`` (with a warning): bench's
+    ``--threads`` meant solver threads, every other command's means ONNX Runtime's."""
+    from placement.cli.common import warn
+
+    if args.old_threads is not None:
+        if args.solver_threads is not None:
+            raise PlacementError("--threads is the deprecated spelling of --solver-threads;"
+                                 " give only --solver-threads")
+        warn("bench --threads is deprecated: use --solver-threads (--threads means ONNX"
+             " Runtime threads in solve, profile, sweep and export)")
+        args.solver_threads = args.old_threads
+    threads = 2 if args.solver_threads is None else args.solver_threads
+    if threads < 1:
+        raise PlacementError(f"--solver-threads must be at least 1, got {threads}")
+    return threads
+
+
 def run(args: argparse.Namespace) -> int:
     from placement.bench.run import check_solvers, run_bench
     from placement.bench.summary import format_summary, summarize
@@ -68,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
         raise PlacementError(f"--time-limit must be positive, got {args.time_limit}")
     if not args.gap >= 0:
         raise PlacementError(f"--gap must be a non-negative fraction, got {args.gap}")
-    if args.threads < 1:
-        raise PlacementError(f"--threads must be at least 1, got {args.threads}")
+    threads = solver_threads(args)
     solvers = _split(args.solvers)
     if not solvers:
         raise PlacementError("--solvers names no solver")
@@ -87,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         solvers=solvers,
         time_limit=args.time_limit,
         rel_gap=args.gap,
-        threads=args.threads,
+        threads=threads,
         repeat=args.repeat,
         profile_runs=args.profile_runs,
         progress=None if args.quiet else sys.stderr,

@@ -81,6 +81,22 @@ def cim_hardware_options(parser: argparse.ArgumentParser) -> None:
     hw.add_argument("--crossbar-size", type=int, metavar="N", help="square crossbars of NxN cells")
 
 
+FORMULATION_CHOICES = ("auto", "faithful", "bounded", "tightened")
+
+
+def formulation_option(group: argparse._ActionsContainer) -> None:
+    """``--formulation``, with the same choices, default and words wherever a CIM model is
+    built (``solve``, ``export``)."""
+    group.add_argument(
+        "--formulation",
+        choices=list(FORMULATION_CHOICES),
+        default="auto",
+        help="CIM model: the paper's Eqs. 5-14 ('faithful'), plus valid bounds ('bounded'),"
+        " or plus per-pair big-M from a heuristic schedule ('tightened'); all have the same"
+        " optimum. 'auto' (default): bounded for near-chain graphs, tightened otherwise",
+    )
+
+
 def profiling_options(group: argparse._ActionsContainer) -> None:
     """How host latencies are measured (ONNX Runtime, or the MLIR JIT for PIM).
 
@@ -123,7 +139,11 @@ def profiling_options(group: argparse._ActionsContainer) -> None:
     )
     group.set_defaults(runs_auto=False)
     group.add_argument("--warmup", type=int, default=5, help="warm-up runs (default 5)")
-    group.add_argument("--threads", type=int, default=1, help="ORT intra-op threads (default 1)")
+    group.add_argument(
+        "--threads", type=int, default=1,
+        help="ONNX Runtime intra-op threads when profiling (default 1; solver threads:"
+        " --solver-threads)",
+    )  # fmt: skip
     group.add_argument(
         "--optimization",
         choices=OPT_LEVELS,
@@ -245,6 +265,14 @@ def run_counter(args: argparse.Namespace, label: str) -> Callable[[int, int], No
     return progress
 
 
+def profiled_line(runs: int, warmup: int, started: float, detail: str = "") -> str:
+    """"profiled 20 runs (+5 warm-up) in 3.1 s (detail)": the measured runs counted as the
+    run counter counts them (``run 20/20``), the warm-up runs beside them."""
+    warm = f" (+{warmup} warm-up)" if warmup else ""
+    extra = f" ({detail})" if detail else ""
+    return f"profiled {runs} runs{warm} in {time.perf_counter() - started:.1f} s{extra}"
+
+
 def measure_host(args: argparse.Namespace, model_path: str) -> Any:
     """Profile ``model_path`` with ONNX Runtime as the flags say (a HostProfile)."""
     from placement.profiling.ort.measure import profile_model
@@ -260,15 +288,10 @@ def measure_host(args: argparse.Namespace, model_path: str) -> Any:
         memory_limit_gb=args.memory_limit,
     )
     meta = profile.metadata
-    total = args.warmup + meta.get("runs", args.runs)
     how = f"{meta['rounds']} rounds" if "rounds" in meta else ""
     if "stopped" in meta:
         how += f", --runs auto stopped: {meta['stopped']}"
-    info(
-        args,
-        f"profiled {total} runs in {time.perf_counter() - started:.1f} s"
-        + (f" ({how})" if how else ""),
-    )
+    info(args, profiled_line(meta.get("runs", args.runs), args.warmup, started, how))
     for text in dict.fromkeys(meta.get("warnings", [])):  # each once, in order
         warn(text)
     return profile
@@ -320,11 +343,8 @@ def measure_nests(
         if meta.get("checked_against")
         else ""
     )
-    info(
-        args,
-        f"profiled {args.warmup + args.runs} runs in {time.perf_counter() - started:.1f} s"
-        f" (marker overhead {meta.get('marker_pair_ns', 0):.0f} ns per nest){checked}",
-    )
+    overhead = f"marker overhead {meta.get('marker_pair_ns', 0):.0f} ns per nest"
+    info(args, profiled_line(args.runs, args.warmup, started, overhead) + checked)
     return profile
 
 

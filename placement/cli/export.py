@@ -12,13 +12,11 @@ from placement.cli.common import (
     check_override_flags,
     cim_hardware,
     cim_hardware_options,
+    formulation_option,
     info,
     profiling_options,
 )
 from placement.errors import PlacementError
-
-FORMULATIONS = ("faithful", "bounded", "tightened", "auto")
-
 
 COMMAND = Command(
     "export",
@@ -34,9 +32,7 @@ def add_arguments(export: argparse.ArgumentParser) -> None:
     export.add_argument("-o", "--output", required=True, metavar="FILE.mps|FILE.lp")
     export.add_argument("--target", choices=["cim"], default="cim",
                         help="accelerator kind (only cim has an exportable ILP here)")
-    export.add_argument("--formulation", choices=list(FORMULATIONS), default="tightened",
-                        help="faithful: Eqs. 5-14; tightened (default): with valid inequalities"
-                        " and the heuristic's makespan as the row T <= UB")
+    formulation_option(export)
     cim_hardware_options(export)
     prof = export.add_argument_group("host latencies")
     prof.add_argument("--profile", metavar="FILE", help="a saved profile instead of measuring")
@@ -66,6 +62,6 @@ def run(args: argparse.Namespace) -> int:
                             host=host_latency_source(hw.name, hw.host, meta).to_json())
     size = exported.size
     info(args, f"{size.variables} variables ({size.binaries} binary), {size.constraints} rows")
-    print(f"wrote {out} ({args.formulation}; objective x {exported.time_unit:g} = makespan in"
-          f" seconds) and {exported.sidecar}")
+    print(f"wrote {out} ({exported.formulation} formulation; objective x"
+          f" {exported.time_unit:g} = makespan in seconds) and {exported.sidecar}")
     return 0

@@ -21,6 +21,7 @@ from placement.cli.common import (
     check_solver_flags,
     cim_hardware,
     cim_hardware_options,
+    formulation_option,
     info,
     measure_host,
     modelled_host,
@@ -33,6 +34,7 @@ from placement.cli.profile import (
     measure_nests_with_counters,
     pim_host_times,
 )
+from placement.cli.progress import solve_progress
 from placement.errors import PlacementError, repeated
 from placement.hardware.pim import DEFAULT_PIM_PRESET
 from placement.solvers.base import SolveStatus
@@ -42,7 +44,6 @@ DEFAULT_COPY = "upper_bound"  # the paper's Eq. 8; "exact" is this project's ref
 COPY_CHOICES = ("upper_bound", "exact")
 GRANULARITY_CHOICES = ("loop", "operator", "basic-block")
 SOLVER_CHOICES = ("auto", "highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi")
-FORMULATION_CHOICES = ("auto", "faithful", "bounded", "tightened")
 PIM_SOLVERS = ("highs", "scip", "cbc", "gurobi")  # MIP backends; "auto" is HiGHS
 # Options that only mean something for one target (defaults are applied by the handler,
 # so that their use with the other target can be detected and refused).
@@ -79,7 +80,10 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
     sol = solve.add_argument_group("solver (HiGHS)")
     sol.add_argument("--time-limit", type=float, default=600.0, help="seconds (default 600)")
     sol.add_argument("--gap", type=float, default=1e-4, help="relative MIP gap (default 1e-4)")
-    sol.add_argument("--solver-threads", type=int, default=None, help="HiGHS threads")
+    sol.add_argument(
+        "--solver-threads", type=int, default=None,
+        help="solver threads (default: the solver's own choice)",
+    )  # fmt: skip
     sol.add_argument(
         "--solver",
         choices=list(SOLVER_CHOICES),
@@ -89,14 +93,7 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         " (default): cpsat+highs where the formulation choice is 'tightened' and OR-Tools"
         " is installed, HiGHS otherwise; SCIP, CBC, Gurobi where installed",
     )
-    sol.add_argument(
-        "--formulation",
-        choices=list(FORMULATION_CHOICES),
-        default="auto",
-        help="CIM model: the paper's Eqs. 5-14 ('faithful'), plus valid bounds ('bounded'),"
-        " or plus per-pair big-M from a heuristic schedule ('tightened'); all have the same"
-        " optimum. 'auto' (default): bounded for near-chain graphs, tightened otherwise",
-    )
+    formulation_option(sol)
     sol.add_argument(
         "--method",
         choices=["auto", "monolithic", "decomposition"],
@@ -245,18 +242,21 @@ def solve_cim(args: argparse.Namespace) -> int:
         reason = unavailable_reason(solver)
         if reason is not None:
             raise PlacementError(f"solver {solver} is not available: {reason}")
-    placement = solve(
-        instance,
-        formulation=formulation,
-        solver=solver,
-        time_limit=args.time_limit,
-        rel_gap=args.gap,
-        threads=args.solver_threads,
-        tee=[sys.stderr] if args.solver_log else False,
-        warm_start=args.warm_start,
-        method=method,
-        progress=None if args.quiet else (lambda line: info(args, line)),
-    )
+    with solve_progress(args) as monitor:
+        lines = monitor.line if monitor is not None else (lambda line: info(args, line))
+        placement = solve(
+            instance,
+            formulation=formulation,
+            solver=solver,
+            time_limit=args.time_limit,
+            rel_gap=args.gap,
+            threads=args.solver_threads,
+            tee=[sys.stderr] if args.solver_log else False,
+            warm_start=args.warm_start,
+            method=method,
+            progress=None if args.quiet else lines,
+            monitor=monitor,
+        )
     for line in summary_lines(placement, graph, hw, args.details, meta):
         print(line)
     if args.json:

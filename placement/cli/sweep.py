@@ -13,8 +13,16 @@ import sys
 import time
 from typing import Any
 
-from placement.cli.common import Command, info, measure_host, measure_nests, profiling_options, warn
-from placement.cli.solve import FORMULATION_CHOICES, SOLVER_CHOICES
+from placement.cli.common import (
+    FORMULATION_CHOICES,
+    Command,
+    info,
+    measure_host,
+    measure_nests,
+    profiling_options,
+    warn,
+)
+from placement.cli.solve import SOLVER_CHOICES
 from placement.errors import PlacementError
 
 # Convenience flags -> grid keys (file units); every key is also reachable with --set.
@@ -263,29 +271,37 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary_lines(result: Any) -> list[str]:
-    """One line per point: the parameters, status, objective beside CPU-only, speed-up."""
+    """Per model and hardware (a heading with where the host latencies came from), one
+    row per point: the swept values, status, objective beside CPU-only, speed-up."""
     from placement.pim.rules import fmt_time
     from placement.sweep.plan import ID_COLUMNS, RESULT_COLUMNS
+    from placement.tables import text_table
 
     keys = [c for c in result.columns if c not in (*ID_COLUMNS, *RESULT_COLUMNS)]
-    header = f"{'model':<20}{'hardware':<14}" + "".join(f"{k:>14}" for k in keys)
-    header += f"{'status':>14}{'objective':>12}{'CPU-only':>12}{'speed-up':>10}{'offloaded':>11}"
-    header += "  host latencies"
-    lines = [header]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     # grid order (numbers compared as numbers), easier to read than point_id order
     for r in sorted(result.rows, key=lambda r: (r["model"], r["hardware"], *(r[k] for k in keys))):
-        line = f"{r['model'][:19]:<20}{r['hardware'][:13]:<14}"
-        line += "".join(f"{_fmt(r[k]):>14}" for k in keys)
-        obj = "-" if r["objective_s"] is None else fmt_time(r["objective_s"])
-        cpu = "-" if r["cpu_only_s"] is None else fmt_time(r["cpu_only_s"])
-        speed = "-" if r["speedup"] is None else f"{r['speedup']:.2f}x"
-        off = "-" if r["n_offloaded"] is None else f"{r['n_offloaded']}/{r['n_operators']}"
-        host = (
-            "MISMATCH" if r.get("host_mismatch")
-            else "estimate" if "(estimate)" in str(r.get("host_latencies") or "")
-            else "measured"
+        groups.setdefault((r["model"], r["hardware"]), []).append(r)
+    lines: list[str] = []
+    for (model, hardware), rows in groups.items():
+        host = next((str(r.get("host_latencies")) for r in rows if r.get("host_latencies")), "")
+        mismatch = any(r.get("host_mismatch") for r in rows)
+        heading = f"{model} on {hardware}" + (f": host latencies {host}" if host else "")
+        if mismatch and "mismatch" not in host.lower():
+            heading += " (MISMATCH)"
+        lines += ["", heading] if lines else [heading]
+        body = [
+            [*(_fmt(r[k]) for k in keys), str(r["status"]),
+             "-" if r["objective_s"] is None else fmt_time(r["objective_s"]),
+             "-" if r["cpu_only_s"] is None else fmt_time(r["cpu_only_s"]),
+             "-" if r["speedup"] is None else f"{r['speedup']:.2f}x",
+             "-" if r["n_offloaded"] is None else f"{r['n_offloaded']}/{r['n_operators']}"]
+            for r in rows
+        ]  # fmt: skip
+        lines += text_table(
+            [[*keys, "status", "objective", "CPU-only", "speed-up", "offloaded"]], body,
+            right=(*range(len(keys)), *range(len(keys) + 1, len(keys) + 5)), indent="  ",
         )  # fmt: skip
-        lines.append(line + f"{r['status']:>14}{obj:>12}{cpu:>12}{speed:>10}{off:>11}  {host}")
     return lines
 
 

@@ -19,7 +19,14 @@ from typing import Any
 import pyomo.environ as pyo
 
 from placement.errors import PlacementError
-from placement.solvers.base import Backend, SolveOptions, SolverError, SolveResult, SolveStatus
+from placement.solvers.base import (
+    Backend,
+    SolveOptions,
+    SolverError,
+    SolveResult,
+    SolveStatus,
+    in_units,
+)
 
 
 def power_of_ten_unit(magnitude_seconds: float, decade: int) -> float:
@@ -70,9 +77,10 @@ def solve_in_seconds(
     ``extra`` is added to the result's options (what the pipeline wants recorded).
     Raises as :func:`check_outcome` says; the incumbent, if any, is in the model.
     """
-    raw = backend.solve(model, options, start=start)
+    unit = pyo.value(model.time_unit)
+    raw = backend.solve(model, in_units(options, unit), start=start)
     result = dataclasses.replace(
-        in_seconds(raw, pyo.value(model.time_unit)),
+        in_seconds(raw, unit),
         build_seconds=build_seconds,
         options={**raw.options, **(extra or {})},
     )

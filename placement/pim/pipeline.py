@@ -230,8 +230,8 @@ def profile_nests(
     ``False`` = none, None = the :func:`default_counter_source`, auto unless set). An
     explicit ``perf`` or ``simulated`` that this host cannot provide is an error, raised
     before anything is timed; ``auto`` records the reasons instead. ``cache_geometry``: a
-    :class:`~placement.profiling.simulated.CacheGeometry` for the simulation (default:
-    this host's, :func:`~placement.profiling.simulated.host_cache_geometry`).
+    :class:`~placement.profiling.cache_geometry.CacheGeometry` for the simulation (default:
+    this host's, :func:`~placement.profiling.cache_geometry.host_cache_geometry`).
     ``host_times``: ``"ort"`` | ``"compiled"`` | ``"jit"`` and ``cache``: ``"warm"`` |
     ``"cold"`` (module doc; None = the :func:`default_host_times`, else ort for .onnx,
     compiled for .mlir, and warm). ``markers``: ``"auto"`` | ``"c"`` | ``"python"``

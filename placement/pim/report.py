@@ -42,7 +42,8 @@ from placement.profiling.counters import (
 from placement.profiling.nest_profile import FILE, MEASURED, SIMULATED, NestProfile
 from placement.solvers.base import SolveStatus
 from placement.solvers.registry import get_backend
-from placement.units import fmt_bandwidth, fmt_bytes, fmt_time
+from placement.tables import text_table
+from placement.units import fmt_bytes, fmt_gap, fmt_time
 
 RESULT_FORMAT = "placement-pim-result"
 RESULT_VERSION = 1
@@ -300,17 +301,14 @@ def baseline_lines(profile: Any) -> list[str]:
 
 
 def nest_table(nests: Sequence[Any]) -> list[str]:
-    rows = [
-        f"{'nest':<6}{'origin':<30}{'linalg op':<17}{'N_iter':>10}{'N_total':>12}"
-        f"{'trips':>7}{'fetch':>11}{'flush':>11}"
-    ]
-    for n in nests:
-        rows.append(
-            f"{n.id:<6}{_origin(n)[:29]:<30}{n.linalg_op.removeprefix('linalg.')[:16]:<17}"
-            f"{n.n_iter:>10}{n.n_total:>12}{n.trip_count:>7}"
-            f"{fmt_bytes(n.fetch_bytes):>11}{fmt_bytes(n.flush_bytes):>11}"
-        )
-    return rows
+    """``placement nests``: one row per loop nest."""
+    return text_table(
+        [["nest", "origin", "linalg op", "N_iter", "N_total", "trips", "fetch", "flush"]],
+        [[n.id, _origin(n), n.linalg_op.removeprefix("linalg."), str(n.n_iter), str(n.n_total),
+          str(n.trip_count), fmt_bytes(n.fetch_bytes), fmt_bytes(n.flush_bytes)]
+         for n in nests],
+        right=range(3, 8), shrink=1,
+    )  # fmt: skip
 
 
 def summary_lines(
@@ -322,7 +320,6 @@ def summary_lines(
     allow_estimates: bool,
 ) -> list[str]:
     spec = hw.pim
-    counters = profile.counters or {}
     lines = [
         f"model: {profile.model_path} ({profile.source_kind}), {len(profile.nests)} loop nests;"
         f" CPU-only {fmt_time(profile.cpu_only)} (sum of nest T_cpu)",
@@ -330,67 +327,36 @@ def summary_lines(
         f"hardware counters: {_counter_status(profile)}",
         "",
     ]
-    estimated_bw = simulated_any = False
-    header = (
-        f"{'nest':<6}{'origin':<26}{'N_iter':>9}{'N_total':>11}{'fetch':>10}{'flush':>10}"
-        f"{'T_cpu':>10}{'BW_read':>12}{'StoreBnd':>9}"
-    )
-    header += "".join(f"{'N=' + str(r.cores):>13}" for r in results)
-    lines.append(header)
-    lines.append(" " * (len(header) - 13 * len(results)) + f"{'(rule/model)':>13}")
     sources = results[0].placement.instance.pim_time_sources if results else {}
-    splits = {r.cores: set(r.placement.split_nests) for r in results}
-    for n in profile.nests:
-        t = profile.t_cpu[n.id]
-        bw = read_bandwidth(n, t, counters.get(n.id), spec.cache_line)
-        sb = store_bound(counters.get(n.id))
-        estimated_bw |= bw.estimated
-        simulated_any |= bw.simulated or sb.simulated
-        bw_text = "-" if bw.value is None else fmt_bandwidth(bw.value) + _mark(bw)
-        sb_text = "-" if sb.value is None else f"{sb.value:.3f}" + _mark(sb)
-        nid = n.id + ("#" if sources.get(n.id, MODEL_SOURCE) != MODEL_SOURCE else "")
-        row = (
-            f"{nid:<6}{_origin(n)[:25]:<26}{n.n_iter:>9}{n.n_total:>11}"
-            f"{fmt_bytes(n.fetch_bytes):>10}{fmt_bytes(n.flush_bytes):>10}"
-            f"{fmt_time(t):>10}{bw_text:>12}{sb_text:>9}"
+    table, estimated_bw, simulated_any = _nest_rows(profile, spec, sources)
+    lines += text_table(
+        [["nest", "origin", "N_iter", "N_total", "fetch", "flush", "T_cpu", "BW_read",
+          "StoreBnd"], ["", "", "", "", "", "", "", "(GB/s)", ""]],
+        table, right=range(2, 9), shrink=1,
+    )  # fmt: skip
+    lines.append("")
+    placed = _placement_rows(profile.nests, results)
+    simulated_any |= any(d.simulated for r in results for d in r.rule.values())
+    if placed:
+        lines.append(
+            "nests that the rule or the model puts on PIM at some core count (rule/model;"
+            " all others host/host)"
         )
-        for r in results:
-            d = r.rule[n.id]
-            simulated_any |= d.simulated
-            rule = d.place + _mark(d)
-            model = model_place(r.placement, n.id, splits[r.cores])
-            row += f"{rule + '/' + model:>13}"
-        lines.append(row)
-
+        lines += text_table(
+            [["nest", "origin", *(f"N={r.cores}" for r in results)]], placed,
+            right=range(2, 2 + len(results)), shrink=1,
+        )  # fmt: skip
+    else:
+        lines.append("no nest is on PIM under the rule or the model at any core count")
     lines.append("")
     lines.extend(reason_lines(profile.nests, results))
     lines.append("")
-    lines.append(
-        f"{'N_core':>6}{'T_hybrid':>11}{'T_host':>11}{'T_pim':>11}{'T_copy':>11}"
-        f"{'N_reg*T_sw':>14}{'speed-up':>10}{'on PIM':>8}   |{'rule T_hybrid':>14}"
-        f"{'speed-up':>10}{'on PIM':>8}"
-    )
-    any_rule_estimated = False
-    for r in results:
-        p = r.placement
-        rule_est = any(d.estimated for d in r.rule.values())
-        any_rule_estimated |= rule_est
-        mark = "*" if rule_est else ""
-        rh = r.rule_hybrid
-        rule_part = (
-            f"{fmt_time(rh.total) + mark:>14}{_fmt_speedup(r.rule_speedup) + mark:>10}"
-            f"{len(r.rule_on_pim):>8}"
-        )
-        if p.hybrid is None:
-            lines.append(f"{r.cores:>6}{'no solution':>11}{'':>57}{'-':>8}   |{rule_part}")
-            continue
-        h = p.hybrid
-        switch = f"{h.n_region}x{fmt_time(h.t_sw)}"
-        lines.append(
-            f"{r.cores:>6}{fmt_time(h.total):>11}{fmt_time(h.host):>11}{fmt_time(h.pim):>11}"
-            f"{fmt_time(h.copy):>11}{switch:>14}{_fmt_speedup(p.speedup):>10}"
-            f"{len(r.model_on_pim or []):>8}   |{rule_part}"
-        )
+    rows, any_rule_estimated = _core_rows(results)
+    lines += text_table(
+        [["N_core", "placement", "T_hybrid", "T_host", "T_pim", "T_copy", "N_reg*T_sw",
+          "speed-up", "on PIM"]],
+        rows, right=(0, *range(2, 9)),
+    )  # fmt: skip
 
     for extra in (crossing_lines(results), split_lines(results), comparison_lines(results)):
         if extra:
@@ -422,6 +388,72 @@ def summary_lines(
             " see placement.pim.rules)"
         )
     return lines
+
+
+def _nest_rows(
+    profile: Any, spec: Any, sources: Mapping[str, str]
+) -> tuple[list[list[str]], bool, bool]:
+    """The cells of the nest table; whether any read bandwidth is estimated, and whether
+    any value is simulated."""
+    counters = profile.counters or {}
+    rows, estimated, simulated = [], False, False
+    for n in profile.nests:
+        t = profile.t_cpu[n.id]
+        bw = read_bandwidth(n, t, counters.get(n.id), spec.cache_line)
+        sb = store_bound(counters.get(n.id))
+        estimated |= bw.estimated
+        simulated |= bw.simulated or sb.simulated
+        nid = n.id + ("#" if sources.get(n.id, MODEL_SOURCE) != MODEL_SOURCE else "")
+        rows.append([
+            nid, _origin(n), str(n.n_iter), str(n.n_total), fmt_bytes(n.fetch_bytes),
+            fmt_bytes(n.flush_bytes), fmt_time(t),
+            "-" if bw.value is None else f"{bw.value / 1e9:.3g}{_mark(bw)}",
+            "-" if sb.value is None else f"{sb.value:.3f}{_mark(sb)}",
+        ])  # fmt: skip
+    return rows, estimated, simulated
+
+
+def _placement_rows(nests: Sequence[Any], results: Sequence[Any]) -> list[list[str]]:
+    """rule/model per core count of the nests that either puts on PIM (or the model
+    splits, at basic-block granularity) somewhere."""
+    splits = {r.cores: set(r.placement.split_nests) for r in results}
+    rows = []
+    for n in nests:
+        cells, anywhere = [], False
+        for r in results:
+            d = r.rule[n.id]
+            model = model_place(r.placement, n.id, splits[r.cores])
+            anywhere |= d.place == "pim" or model in ("pim", "split")
+            cells.append(f"{d.place}{_mark(d)}/{model}")
+        if anywhere:
+            rows.append([n.id, _origin(n), *cells])
+    return rows
+
+
+def _core_rows(results: Sequence[Any]) -> tuple[list[list[str]], bool]:
+    """Two rows per core count, the model's optimum and the rule's placement (Eq. 9
+    terms each); whether any rule decision is estimated."""
+    rows, any_estimated = [], False
+    for r in results:
+        p = r.placement
+        mark = "*" if any(d.estimated for d in r.rule.values()) else ""
+        any_estimated |= bool(mark)
+        if p.hybrid is None:
+            rows.append([str(r.cores), "model", "no solution", *["-"] * 6])
+        else:
+            rows.append([str(r.cores), "model", *_hybrid_cells(p.hybrid, p.speedup),
+                         str(len(r.model_on_pim or []))])  # fmt: skip
+        rule = _hybrid_cells(r.rule_hybrid, r.rule_speedup)
+        rule[0] += mark
+        rule[-1] += mark
+        rows.append(["", "rule", *rule, str(len(r.rule_on_pim))])
+    return rows, any_estimated
+
+
+def _hybrid_cells(h: Any, speedup: float | None) -> list[str]:
+    """T_hybrid, T_host, T_pim, T_copy, N_region x T_sw, speed-up."""
+    return [fmt_time(h.total), fmt_time(h.host), fmt_time(h.pim), fmt_time(h.copy),
+            f"{h.n_region}x{fmt_time(h.t_sw)}", _fmt_speedup(speedup)]  # fmt: skip
 
 
 def reason_lines(nests: Sequence[Any], results: Sequence[Any]) -> list[str]:
@@ -531,11 +563,8 @@ def _solver_line(results: Sequence[Any]) -> str:
         status = {SolveStatus.OPTIMAL: "optimal", SolveStatus.TIME_LIMIT: "TIME LIMIT"}.get(
             res.status, res.status.value
         )
-        gap = (
-            ""
-            if res.gap is None or res.status == SolveStatus.OPTIMAL
-            else (f" gap {res.gap * 100:.3g}%")
-        )
+        proven = res.gap is None or res.status == SolveStatus.OPTIMAL
+        gap = "" if proven else f" gap {fmt_gap(res.gap)}"
         parts.append(f"N={r.cores} {status}{gap}")
     verified = all(
         r.placement.verification is not None and r.placement.verification.ok

@@ -173,14 +173,24 @@ def speedup_per_network(rows: Sequence[Row], t_mvm_ns: float) -> Figure:
 # --------------------------------------------------------------------------- CIM Fig. 5
 
 
+#: Legend words of Fig. 5's bars: what each one measures.
+HOST_BUSY_LABEL = "CPU (host): busy time"
+CIM_BUSY_LABEL = (
+    "CIM: busy time, summed over\noperators (they may run at\nonce on their own crossbars)"
+)
+
+
 def device_share(items: Sequence[Row], model: str | None = None) -> Figure:
-    """CIM Fig. 5: busy time per device (host darker, CIM lighter) for each configuration
-    of one model, stacked, with the operator count per device on each segment.
+    """CIM Fig. 5: busy time per device for each configuration of one model, the host's
+    bar (darker) beside the CIM's (lighter), with the operator count per device on each
+    bar and the configuration's makespan as a line across both.
 
     ``items``: sweep rows (``host_busy_s``, ``accel_busy_s``, ``n_operators``,
     ``n_offloaded``), or dicts with a ``"schedule"`` key holding a CimPlacement JSON (and an
-    optional ``"label"``), from which the same numbers are computed. A black tick marks
-    each configuration's makespan (the devices overlap, so the stack can exceed it).
+    optional ``"label"``), from which the same numbers are computed. The host runs one
+    operator at a time, so its bar never passes the makespan; the CIM bar sums its
+    operators' times, which can pass it when operators on separate crossbars overlap (the
+    legend says so). Bars are not stacked: the devices run at the same time.
     """
     name = "device share (CIM Fig. 5)"
     if not items:
@@ -197,21 +207,22 @@ def device_share(items: Sequence[Row], model: str | None = None) -> Figure:
     if not bars:
         raise PlotDataError(f"{name}: no points of model {want!r}")
     hosts = list(dict.fromkeys(b.hardware for b in bars))
-    top = max(max(b.host_s + b.cim_s, b.makespan or 0.0) for b in bars)
+    top = max(max(b.host_s, b.cim_s, b.makespan or 0.0) for b in bars)
     scale, unit = time_unit(top)
     per_host = max(sum(1 for b in bars if b.hardware == h) for h in hosts)
-    panel = max(0.55 * per_host, CAPTION_PANEL_WIDTH if host_caption([b.row for b in bars]) else 0)
-    fig = new_figure(max(5.0, panel * len(hosts) + 2.5), 4.2)
+    panel = max(0.8 * per_host, CAPTION_PANEL_WIDTH if host_caption([b.row for b in bars]) else 0)
+    fig = new_figure(max(5.0, panel * len(hosts) + 3.0), 4.2)
     axes = fig.subplots(1, len(hosts), squeeze=False, sharey=True)[0]
+    half = 0.38  # each device's bar; the pair spans 0.76 of a configuration's slot
     for ax, host in zip(axes, hosts, strict=True):
         mine = sorted((b for b in bars if b.hardware == host), key=lambda b: b.sort_key)
         xs = list(range(len(mine)))
-        host_h = [b.host_s * scale for b in mine]
-        cim_h = [b.cim_s * scale for b in mine]
-        hb = ax.bar(xs, host_h, 0.7, color=HOST_COLOR, label="CPU (host)")
-        cb = ax.bar(xs, cim_h, 0.7, bottom=host_h, color=ACCEL_COLOR, label="CIM")
+        hb = ax.bar([x - half / 2 for x in xs], [b.host_s * scale for b in mine], half,
+                    color=HOST_COLOR, label=HOST_BUSY_LABEL)  # fmt: skip
+        cb = ax.bar([x + half / 2 for x in xs], [b.cim_s * scale for b in mine], half,
+                    color=ACCEL_COLOR, label=CIM_BUSY_LABEL)  # fmt: skip
         for patch_h, patch_c, b in zip(hb, cb, mine, strict=True):
-            if b.unproven:  # not proven optimal: hatched, with its gap above
+            if b.unproven:  # not proven optimal: hatched
                 for patch in (patch_h, patch_c):
                     patch.set_hatch("//")
                     patch.set_edgecolor("red")
@@ -221,8 +232,9 @@ def device_share(items: Sequence[Row], model: str | None = None) -> Figure:
                      fontsize="small")  # fmt: skip
         spans = [(x, b.makespan * scale) for x, b in zip(xs, mine, strict=True) if b.makespan]
         if spans:
-            ax.scatter([s[0] for s in spans], [s[1] for s in spans], marker="_", s=400,
-                       color="black", linewidths=2, label="makespan", zorder=3)  # fmt: skip
+            ax.hlines([s[1] for s in spans], [s[0] - half - 0.04 for s in spans],
+                      [s[0] + half + 0.04 for s in spans], color="black", linewidths=2,
+                      label="makespan", zorder=3)  # fmt: skip
         ax.set_xticks(xs, [b.label for b in mine], fontsize="small")
         caption_panel(ax, host, [b.row for b in mine])
         ax.set_xlabel("configuration")
@@ -233,10 +245,11 @@ def device_share(items: Sequence[Row], model: str | None = None) -> Figure:
     if any(b.unproven for b in bars):
         handles.append(Patch(facecolor="white", edgecolor="red", hatch="//"))
         labels.append(UNPROVEN_LABEL.replace(", gap", ""))
-    fig.legend(handles, labels, loc="outside right upper", fontsize="small",
+    # centred on the right, below the figure's title
+    fig.legend(handles, labels, loc="outside right", fontsize="small",
                title="bar values:\noperators per device")  # fmt: skip
     title = placement_title([b.row for b in bars])
-    fig.suptitle(f"{model_label(want)}: latency per device after the {title}")
+    fig.suptitle(f"{model_label(want)}: busy time per device ({title})")
     return fig
 
 

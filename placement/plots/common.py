@@ -9,8 +9,6 @@ the figure modules (:mod:`placement.plots.cim`, :mod:`placement.plots.pim`,
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from placement.errors import PlacementError
-from placement.io import check_output_file
+from placement.io import check_output_file, replacing
+from placement.units import fmt_gap
 
 Row = Mapping[str, Any]
 
@@ -66,7 +65,7 @@ def gap_text(row: Row) -> str:
     gap = num(row, "gap")
     if gap is None and isinstance(row.get("result"), Mapping):
         gap = num(row["result"], "gap")
-    return "gap ?" if gap is None else f"gap {100 * gap:.2g}%"
+    return "gap ?" if gap is None else f"gap {fmt_gap(gap)}"
 
 
 def placement_title(rows: Sequence[Row], what: str = "placement") -> str:
@@ -243,13 +242,6 @@ def save_figure(fig: Figure, path: str | Path, dpi: int = 150) -> Path:
     """Write ``fig`` as PNG or SVG (by the suffix), atomically: temp file beside it + rename."""
     path = check_figure_path(path)
     fmt = path.suffix.lower().lstrip(".")
-    parent = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{fmt}", dir=parent)
-    os.close(fd)
-    try:
+    with replacing(path, suffix=f".{fmt}") as tmp:
         fig.savefig(tmp, format=fmt, dpi=dpi)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path

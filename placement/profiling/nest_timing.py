@@ -47,7 +47,9 @@ import numpy as np
 
 from placement.errors import PlacementError
 from placement.profiling.cache_flush import cache_metadata, make_flusher
-from placement.profiling.mlir.lower import LoweredProgram, insert_nest_markers, new_context
+from placement.profiling.mlir.lower import LoweredProgram, new_context
+from placement.profiling.mlir.markers import mark_program
+from placement.profiling.mlir.passes import first_line, run_passes
 from placement.profiling.nest_markers import MAX_NESTS, MarkersUnavailable, load_c_markers
 
 TO_LLVM = (
@@ -224,32 +226,15 @@ def jit_with_markers(
     """
     from torch_mlir import ir
     from torch_mlir.execution_engine import ExecutionEngine
-    from torch_mlir.passmanager import PassManager
 
     count = len(program.nests)
     ctx = new_context()
     with ctx:
         module = ir.Module.parse(program.module_text)
-        tags = program.nest_tags if program.markers_at == "tagged-loop" else None
-        marked = insert_nest_markers(module, program.func_name, ENTER, EXIT, tags=tags)
-        if marked != count:
-            raise PlacementError(
-                f"internal error: {marked} nests marked, the program lists {count}"
-            )
-        for op in module.body.operations:
-            op = op.operation
-            if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == (
-                program.func_name
-            ):
-                op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        mark_program(module, program, ENTER, EXIT)
         if calibration:
             _add_calibration(module, count)
-        try:
-            PassManager.parse(llvm_pipeline(program)).run(module.operation)
-        except Exception as exc:
-            raise PlacementError(
-                f"{program.source}: lowering to LLVM failed ({_line(exc)})"
-            ) from None
+        run_passes(module, llvm_pipeline(program), f"{program.source}: lowering to LLVM failed")
         engine = ExecutionEngine(module, opt_level=OPT_LEVEL)
     callbacks = tuple(f if isinstance(f, _MARKER) else _MARKER(f) for f in (enter, exit_))
     engine.register_runtime(ENTER, callbacks[0])
@@ -390,7 +375,7 @@ def _check_outputs(program: LoweredProgram, arrays: list[np.ndarray], onnx_path:
         session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
     except Exception as exc:
         raise PlacementError(
-            f"{onnx_path}: ONNX Runtime cannot load the model ({_line(exc)})"
+            f"{onnx_path}: ONNX Runtime cannot load the model ({first_line(exc)})"
         ) from None
     feeds = {
         arg.name: array
@@ -425,9 +410,3 @@ def _check_outputs(program: LoweredProgram, arrays: list[np.ndarray], onnx_path:
     return worst
 
 
-def _line(exc: BaseException) -> str:
-    for line in str(exc).splitlines():
-        if line.strip().startswith("error:"):
-            return line.strip()[len("error:") :].strip()
-    lines = [line for line in str(exc).splitlines() if line.strip()]
-    return lines[0].strip() if lines else type(exc).__name__

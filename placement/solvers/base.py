@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, TextIO
 
 from placement.errors import PlacementError
@@ -59,6 +59,22 @@ class SolveResult:
         return data
 
 
+class SolveMonitor(Protocol):
+    """Who watches a solve while it runs (``placement solve``'s progress line).
+
+    A backend that can (HiGHS, CP-SAT) calls :meth:`improved` from its solver's callbacks
+    as the incumbent or the bound improves, in the model's units (the pipeline converts:
+    :func:`in_units`); the pipeline calls :meth:`phase` as each phase starts. Either call
+    may come from another thread, and must return at once: it runs inside the solve.
+    """
+
+    def phase(self, name: str) -> None: ...
+
+    def improved(self, incumbent: float | None, bound: float | None) -> None:
+        """A new incumbent objective and/or bound (None: not known, or unchanged)."""
+        ...
+
+
 @dataclass(frozen=True)
 class SolveOptions:
     """What the caller asks of any backend; validated by :meth:`check`."""
@@ -67,6 +83,7 @@ class SolveOptions:
     rel_gap: float = 1e-4  # relative MIP gap at which the solver may stop
     threads: int | None = None  # None: the solver's default
     tee: bool | list[TextIO] = False  # True: the solver's log on stdout; or these streams
+    monitor: SolveMonitor | None = field(default=None, compare=False, repr=False)
 
     def check(self) -> None:
         """One-line errors for values no solver can take."""
@@ -83,6 +100,29 @@ class SolveOptions:
     def recorded(self) -> dict[str, object]:
         """The options as a result records them (``SolveResult.options``)."""
         return {"time_limit": self.time_limit, "rel_gap": self.rel_gap, "threads": self.threads}
+
+
+@dataclass(frozen=True)
+class _Scaled:
+    """A monitor that receives model units and passes seconds on."""
+
+    inner: SolveMonitor
+    unit: float
+
+    def phase(self, name: str) -> None:
+        self.inner.phase(name)
+
+    def improved(self, incumbent: float | None, bound: float | None) -> None:
+        self.inner.improved(None if incumbent is None else incumbent * self.unit,
+                            None if bound is None else bound * self.unit)  # fmt: skip
+
+
+def in_units(options: SolveOptions, unit: float) -> SolveOptions:
+    """``options`` for a model whose objective is in ``unit`` seconds: its monitor gets
+    the backend's values converted to seconds."""
+    if options.monitor is None:
+        return options
+    return replace(options, monitor=_Scaled(options.monitor, unit))
 
 
 class SolverError(PlacementError):

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyomo.environ as pyo
+from pyomo.common.numeric_types import native_types
 from pyomo.core.base.constraint import Constraint
 from pyomo.core.base.objective import Objective
-from pyomo.util.vars_from_expressions import get_vars_from_components
 
 from placement.solvers.base import (
     BackendBase,
@@ -29,14 +29,47 @@ from placement.solvers.base import (
 
 
 def model_size(model: pyo.Block) -> ModelSize:
-    """What the solver sees: unfixed variables used in active rows or objectives, active rows."""
-    seen: dict[int, Any] = {}
+    """What the solver sees: unfixed variables used in active rows or objectives, active rows.
+
+    One walk over each active row's and objective's expression (numbers and parameters
+    skipped, named expressions entered, each variable looked at once): about twice as fast
+    as Pyomo's ``get_vars_from_components``, which counts the same
+    (tests/solvers/test_contrib.py).
+    """
+    seen: set[int] = set()
+    columns: list[Any] = []
+    kinds: dict[type, int] = {}  # node class -> _LEAF, _VARIABLE or _EXPRESSION
+    rows = 0
+    stack: list[Any] = []
     for ctype in (Constraint, Objective):
-        for var in get_vars_from_components(model, ctype, include_fixed=False, active=True):
-            seen[id(var)] = var
-    binaries = sum(1 for v in seen.values() if v.is_binary())
-    rows = sum(1 for _ in model.component_data_objects(Constraint, active=True))
-    return ModelSize(variables=len(seen), binaries=binaries, constraints=rows)
+        for data in model.component_data_objects(ctype, active=True):
+            rows += ctype is Constraint
+            stack.append(data.expr)
+            while stack:
+                node = stack.pop()
+                kind = kinds.get(node.__class__)
+                if kind is None:
+                    kind = kinds[node.__class__] = _node_kind(node)
+                if kind == _EXPRESSION:
+                    stack.extend(node.args)
+                elif kind == _VARIABLE and id(node) not in seen:
+                    seen.add(id(node))
+                    if not node.fixed:
+                        columns.append(node)
+    binaries = sum(1 for v in columns if v.is_binary())
+    return ModelSize(variables=len(columns), binaries=binaries, constraints=rows)
+
+
+_LEAF, _VARIABLE, _EXPRESSION = 0, 1, 2
+
+
+def _node_kind(node: Any) -> int:
+    """What a node of an expression is, by its class (the same for every instance)."""
+    if node.__class__ in native_types:
+        return _LEAF
+    if node.is_variable_type():
+        return _VARIABLE
+    return _EXPRESSION if node.is_expression_type() else _LEAF  # parameters: leaves
 
 
 def load_start(model: pyo.Block, start: Mapping[Any, float]) -> None:

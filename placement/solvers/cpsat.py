@@ -29,6 +29,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ from placement.solvers.base import (
 )
 
 INSTALL = "OR-Tools is not installed: pip install ortools"
+#: Tag of the worker's progress messages, sent before its (ok, answer) pair.
+_PROGRESS = "progress"
 
 #: builder(data) -> (cp_model.CpModel, {name: variable whose value is wanted})
 Builder = Callable[[Any], tuple[Any, dict[str, Any]]]
@@ -82,11 +85,14 @@ class CpSatBackend(BackendBase):
     ) -> SolveResult:
         """Solve ``model`` in the worker; ``start`` is unused (the builder adds its hints)."""
         self.check_ready(options)
+        monitor = options.monitor
         params = {"time_limit": options.time_limit, "threads": options.threads,
-                  "rel_gap": options.rel_gap}
+                  "rel_gap": options.rel_gap, "progress": monitor is not None}
         tick = time.perf_counter()
         try:
-            out = _worker().run(model.builder, model.data, params)
+            out = _worker().run(model.builder, model.data, params, None if monitor is None
+                                else lambda i, b: monitor.improved(finite_or_none(i),
+                                                                   finite_or_none(b)))  # fmt: skip
         except WorkerDied as exc:
             shutdown()
             raise PlacementError(f"the CP-SAT worker process died: {exc}") from None
@@ -141,12 +147,25 @@ class _Worker:
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
 
-    def run(self, builder: Builder, data: Any, params: dict[str, Any]) -> dict[str, Any]:
+    def run(
+        self,
+        builder: Builder,
+        data: Any,
+        params: dict[str, Any],
+        on_progress: Callable[[float | None, float | None], None] | None = None,
+    ) -> dict[str, Any]:
+        """Solve in the worker; ``on_progress(incumbent, bound)`` gets the progress
+        messages it sends before its answer (with ``params["progress"]``)."""
         assert self.process.stdin is not None and self.process.stdout is not None
         try:
             pickle.dump((builder, data, params), self.process.stdin)
             self.process.stdin.flush()
-            ok, value = pickle.load(self.process.stdout)
+            while True:
+                ok, value = pickle.load(self.process.stdout)
+                if ok != _PROGRESS:
+                    break
+                if on_progress is not None:
+                    on_progress(*value)
         except (EOFError, OSError, pickle.UnpicklingError) as exc:
             code = self.process.poll()
             raise WorkerDied(f"exit code {code} ({exc or 'no answer'})") from None
@@ -174,13 +193,23 @@ def serve() -> None:
     # printed by Python or by OR-Tools' C++ can corrupt them.
     stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
+    lock = threading.Lock()  # CP-SAT calls back from its own threads
+
+    def send(incumbent: float | None, bound: float | None) -> None:
+        with lock:
+            try:
+                pickle.dump((_PROGRESS, (incumbent, bound)), stdout)
+                stdout.flush()
+            except (OSError, ValueError):
+                pass  # the caller is gone; its answer will fail to send as well
+
     while True:
         try:
             task = pickle.load(stdin)
         except (EOFError, KeyboardInterrupt):
             return
         try:
-            answer: tuple[bool, Any] = (True, _solve_in_worker(*task))
+            answer: tuple[bool, Any] = (True, _solve_in_worker(*task, send=send))
         except KeyboardInterrupt:
             return
         except Exception as exc:  # noqa: BLE001 -- sent back and raised by the caller
@@ -209,8 +238,15 @@ def shutdown() -> None:
         worker.stop()
 
 
-def _solve_in_worker(builder: Builder, data: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """Build with ``builder`` and solve (runs in the worker); plain values come back."""
+def _solve_in_worker(
+    builder: Builder,
+    data: Any,
+    params: dict[str, Any],
+    send: Callable[[float | None, float | None], None] | None = None,
+) -> dict[str, Any]:
+    """Build with ``builder`` and solve (runs in the worker); plain values come back.
+    With ``params["progress"]``, ``send(incumbent, bound)`` at every solution and bound
+    CP-SAT finds."""
     from ortools.sat.python import cp_model
 
     tick = time.perf_counter()
@@ -224,8 +260,12 @@ def _solve_in_worker(builder: Builder, data: Any, params: dict[str, Any]) -> dic
         solver.parameters.max_time_in_seconds = float(params["time_limit"])
     solver.parameters.num_workers = params["threads"] or 0
     solver.parameters.relative_gap_limit = params["rel_gap"]
+    callback = None
+    if params.get("progress") and send is not None:
+        callback = _solution_reporter(cp_model, send)
+        solver.best_bound_callback = lambda bound: send(None, float(bound))
     tick = time.perf_counter()
-    code = solver.solve(model)
+    code = solver.solve(model, callback)
     out: dict[str, Any] = {
         "status": solver.status_name(code),
         "build_seconds": build_seconds,
@@ -243,3 +283,13 @@ def _solve_in_worker(builder: Builder, data: Any, params: dict[str, Any]) -> dic
     if code == cp_model.MODEL_INVALID:
         out["message"] = model.validate()
     return out
+
+
+def _solution_reporter(cp_model: Any, send: Callable[[float | None, float | None], None]) -> Any:
+    """A CP-SAT solution callback that sends each solution's objective and bound."""
+
+    class Reporter(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            send(float(self.objective_value), float(self.best_objective_bound))
+
+    return Reporter()

@@ -15,7 +15,14 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-from placement.solvers.base import BackendBase, SolveOptions, SolveResult, SolveStatus
+from placement.solvers.base import (
+    BackendBase,
+    SolveMonitor,
+    SolveOptions,
+    SolveResult,
+    SolveStatus,
+    finite_or_none,
+)
 from placement.solvers.contrib import ResultBuilder, contrib_outcome, contrib_solver
 
 INSTALL = "pip install highspy==1.15.1"
@@ -49,11 +56,16 @@ class HighsBackend(BackendBase):
             if options.threads is not None:
                 _reset_thread_pool()
             extra: dict[str, Any] = {}
-            if start is not None:
-                _set_start(solver, model, start)
-                # The start lives in the highspy model; any automatic update at solve()
-                # would reset it (measured: silently dropped). Nothing changed since.
+            if start is not None or options.monitor is not None:
+                solver.set_instance(model)  # the highspy model exists from here on
+                # A start lives in the highspy model, and so do callbacks; any automatic
+                # update at solve() would reset them (measured: a start silently dropped).
+                # Nothing changed since set_instance.
                 extra["auto_updates"] = dict.fromkeys(_AUTO_UPDATES, False)
+            if start is not None:
+                _set_start(solver, start)
+            if options.monitor is not None:
+                _watch(solver._solver_model, options.monitor)  # private in Pyomo 6.10
             res = solver.solve(
                 model,
                 tee=options.tee,
@@ -105,15 +117,14 @@ def start_verdict(log: str) -> str:
     return "rejected"
 
 
-def _set_start(solver: Any, model: pyo.Block, start: Mapping[Any, float]) -> None:
-    """Load ``model`` into the persistent solver and hand ``start`` to highspy.
+def _set_start(solver: Any, start: Mapping[Any, float]) -> None:
+    """Hand ``start`` to highspy (the model is loaded into the persistent solver).
 
     Uses the interface's variable-to-column map (private in Pyomo 6.10; no public API
     exists for a MIP start in the contrib HiGHS interface).
     """
     import numpy as np
 
-    solver.set_instance(model)
     columns = solver._pyomo_var_to_solver_var_map
     index, value = [], []
     for var, val in start.items():
@@ -125,6 +136,23 @@ def _set_start(solver: Any, model: pyo.Block, start: Mapping[Any, float]) -> Non
         solver._solver_model.setSolution(
             len(index), np.array(index, dtype=np.int32), np.array(value, dtype=np.float64)
         )
+
+
+def _watch(highs: Any, monitor: SolveMonitor) -> None:
+    """Tell ``monitor`` HiGHS's incumbent and bound (model units) at every improving
+    solution and every MIP log line (HiGHS logs one every 5 s at least): both callbacks
+    are rare, so the solve does not slow down."""
+
+    def improving(event: Any) -> None:
+        monitor.improved(finite_or_none(event.data_out.objective_function_value), None)
+
+    def logging(event: Any) -> None:
+        out = event.data_out
+        monitor.improved(finite_or_none(out.mip_primal_bound),
+                         finite_or_none(out.mip_dual_bound))  # fmt: skip
+
+    highs.cbMipImprovingSolution.subscribe(improving)
+    highs.cbMipLogging.subscribe(logging)
 
 
 def _reset_thread_pool() -> None:

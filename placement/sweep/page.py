@@ -53,7 +53,8 @@ def html_page(page: PageContent, out: Path) -> str:
         "table{border-collapse:collapse;font-size:0.85em;margin:1em 0}"
         "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
         "th{background:#eee}td:first-child,th:first-child{text-align:left}"
-        "figure{margin:1.5em 0}img{max-width:100%}.skip{color:#a00}</style>",
+        "figure{margin:1.5em 0}img{max-width:100%}.skip{color:#a00}"
+        ".wide{overflow-x:auto;max-width:100%}</style>",
         "</head><body>",
         f"<h1>{e(page.title)}</h1>",
         "<dl>",
@@ -138,7 +139,9 @@ def _html_table(rows: Sequence[Sequence[str]]) -> str:
     e = html.escape
     head = "".join(f"<th>{e(c)}</th>" for c in rows[0])
     body = "\n".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
-    return f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>"
+    # in a box that scrolls sideways: a wide table (every point) never widens the page
+    return (f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>\n{body}\n'
+            "</tbody></table></div>")
 
 
 def _md_table(rows: Sequence[Sequence[str]]) -> list[str]:

@@ -52,6 +52,7 @@ from placement.plots.pim import (
     split_size,
 )
 from placement.sweep.page import FigureOutcome, PageContent, html_page, markdown_page
+from placement.units import fmt_gap
 
 FORMATS = ("html", "md")
 _SOLVED = ("optimal", "time_limit", "time limit", "feasible")
@@ -193,7 +194,8 @@ def _cim_jobs(sweep: Sweep) -> list[Job]:
     for m in _models(sweep):
         label = model_label(m)
         jobs.append((f"device_share_{label}",
-                     f"{label}: latency and operators per device (CIM Fig. 5)",
+                     f"{label}: busy time and operators per device, against the makespan"
+                     " (CIM Fig. 5)",
                      lambda m=m: device_share(rows, model=m)))  # fmt: skip
         jobs.append((f"gantt_{label}", f"{label}: schedule of the fastest point (Gantt)",
                      lambda m=m: _best_gantt(sweep, m)))  # fmt: skip
@@ -403,9 +405,9 @@ def summary_rows(sweep: Sweep) -> list[list[str]]:
             model_label(m), hw, str(len(rs)), str(len(solved)),
             str(sum(1 for r in rs if status_of(r) == "optimal")), str(verified),
             f"{num(best, 'speedup'):.2f}x" if best else "-",
-            ", ".join(f"{p}={best.get(p)}" for p in params) if best else "-",
+            ", ".join(f"{p}={_cell(best.get(p))}" for p in params) if best else "-",
             f"{statistics.median(times):.3g}" if times else "-",
-            f"{max(gaps) * 100:.3g}%" if gaps else "-",
+            fmt_gap(max(gaps)) if gaps else "-",
         ])  # fmt: skip
     return out
 
@@ -428,7 +430,14 @@ def unproven_rows(sweep: Sweep) -> list[list[str]]:
 
 
 def points_rows(sweep: Sweep) -> list[list[str]]:
-    return [list(sweep.columns)] + [[_cell(r.get(c)) for c in sweep.columns] for r in sweep.rows]
+    """Every point, every column; numbers to 4 significant digits, the gap in % (a float
+    noise gap of 5e-13 reads 0%); exact values in points.csv."""
+
+    def cell(row: Mapping[str, Any], column: str) -> str:
+        gap = num(row, "gap") if column == "gap" else None
+        return fmt_gap(gap) if gap is not None else _cell(row.get(column))
+
+    return [list(sweep.columns)] + [[cell(r, c) for c in sweep.columns] for r in sweep.rows]
 
 
 def _cell(value: Any) -> str:
@@ -508,19 +517,49 @@ def _output(sweep: Sweep, output: str | Path | None, fmt: str | None) -> tuple[P
 
 
 def _manifest_lines(sweep: Sweep) -> list[tuple[str, str]]:
+    """The manifest for people: names and rounded numbers (the exact values are in
+    ``manifest.json``)."""
     m = sweep.manifest
     models = [model_label(x.get("path") if isinstance(x, Mapping) else x)
               for x in m.get("models", []) or []]  # fmt: skip
-    grid = m.get("grid") or {}
     items = [
         ("target", sweep.target),
         ("models", ", ".join(models) or ", ".join(model_label(x) for x in _models(sweep))),
-        ("hardware", ", ".join(str(h.get("name", h)) if isinstance(h, Mapping) else str(h)
-                               for h in m.get("hardware", []) or [])),
-        ("grid", "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in grid.items())
-         if isinstance(grid, Mapping) else str(grid)),
-        ("solver", json.dumps(m.get("solver")) if m.get("solver") is not None else ""),
+        *((f"hardware {h.get('name', '?')}" if isinstance(h, Mapping) else "hardware",
+           _hardware_text(h)) for h in m.get("hardware", []) or []),
+        ("grid", plain(m.get("grid"))),
+        ("solver", plain(m.get("solver"))),
         ("created", str(m.get("created", ""))),
         ("points", str(len(sweep.rows))),
     ]  # fmt: skip
     return [(k, v) for k, v in items if v]
+
+
+def _hardware_text(h: Any) -> str:
+    """A hardware entry of the manifest: its spec in file units, and its host."""
+    if not isinstance(h, Mapping):
+        return plain(h)
+    spec = h.get("cim") if isinstance(h.get("cim"), Mapping) else h.get("pim")
+    host = h.get("host") if isinstance(h.get("host"), Mapping) else {}
+    parts = [plain(spec)] if spec else []
+    if host:
+        how = "modelled (estimate)" if host.get("latency") == "model" else "measured"
+        parts.append(f"host {host.get('name', '?')}, {host.get('arch', '?')}, latencies {how}")
+    if h.get("source") and h.get("source") != h.get("name"):
+        parts.append(f"from {h['source']}")
+    return "; ".join(parts)
+
+
+def plain(value: Any) -> str:
+    """A manifest value as text: numbers to 6 significant digits (50.00000000000001 is
+    50), mappings as "key value, ...", lists comma-separated."""
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, Mapping):
+        inner = "; " if any(isinstance(v, (Mapping, list)) for v in value.values()) else ", "
+        return inner.join(f"{k} {plain(v)}".strip() for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(plain(v) for v in value)
+    return str(value)

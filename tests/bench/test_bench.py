@@ -69,7 +69,7 @@ def test_bench_end_to_end_writes_verified_rows(capsys, tmp_path):
     out = tmp_path / "bench"
     code, stdout, err = run(
         capsys, "bench", INT8, "--grid", "50,100x50,1000", "--solvers", "highs",
-        "--time-limit", "20", "--threads", "1", "--profile-runs", "3", "-o", out,
+        "--time-limit", "20", "--solver-threads", "1", "--profile-runs", "3", "-o", out,
     )
     assert code == 0, err
     with (out / "runs.csv").open() as fh:
@@ -81,7 +81,7 @@ def test_bench_end_to_end_writes_verified_rows(capsys, tmp_path):
     assert {r["formulation"] for r in rows} == {"faithful", "tightened"}
     assert all(int(r["operators"]) > 0 and int(r["constraints"]) > 0 for r in rows)
     assert len(json.loads((out / "runs.json").read_text())) == 8
-    assert "mean gap%" in stdout and "resnet_tiny_int8" in stdout
+    assert "gap%" in stdout and "resnet_tiny_int8 on arm-a72 (17 operators)" in stdout
     assert (out / "summary.txt").exists() and (out / "summary.csv").exists()
     assert "[8/8" in err  # progress lines
     profiles = list((out / "profiles").glob("*.json"))
@@ -140,7 +140,8 @@ def test_export_cli_writes_a_solvable_file_and_sidecar(capsys, tmp_path):
                             "--runs", "3", "--warmup", "1", "-q")
     assert code == 0, err
     meta = json.loads((tmp_path / "tiny.mps.json").read_text())
-    assert meta["formulation"] == "tightened" and meta["time_unit_seconds"] > 0
+    # the default, auto, stands for bounded on this near-chain graph (as in `solve`)
+    assert meta["formulation"] == "bounded" and meta["time_unit_seconds"] > 0
     assert _highs_objective(out) > 0
     assert "objective x" in stdout
 
@@ -169,3 +170,22 @@ def test_bench_cpsat_modes_and_other_solvers(capsys, tmp_path):
         by_point.setdefault((r["crossbars"], r["t_mvm_ns"]), set()).add(round(r["objective_s"], 9))
     for objs in by_point.values():  # every solver finds the same optimum
         assert max(objs) - min(objs) <= 1e-4 * max(objs)
+
+
+@pytest.mark.unit
+def test_bench_threads_is_a_deprecated_spelling_of_solver_threads(capsys):
+    from placement.cli import build_parser
+    from placement.cli.bench import solver_threads
+
+    def threads(*flags: str) -> int:
+        return solver_threads(build_parser().parse_args(["bench", "resnet18", *flags]))
+
+    assert threads() == 2 and threads("--solver-threads", "3") == 3
+    assert capsys.readouterr().err == ""
+    assert threads("--threads", "1") == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("placement: warning: bench --threads is deprecated: use --solver-thr")
+    with pytest.raises(PlacementError, match="give only --solver-threads"):
+        threads("--threads", "1", "--solver-threads", "2")
+    with pytest.raises(PlacementError, match="--solver-threads must be at least 1, got 0"):
+        threads("--solver-threads", "0")

@@ -12,8 +12,9 @@ import random
 import pytest
 from oracles import block_structured_instance
 
+from placement.cim.deadline import build_estimate
 from placement.cim.decompose import trivial_bound
-from placement.cim.solve import build_estimate, solve
+from placement.cim.solve import solve
 from placement.cim.verify import verify_cim
 from placement.solvers.base import SolveStatus
 

@@ -7,6 +7,8 @@ a relative 1e-9). Regenerate the golden files ONLY for a deliberate behaviour ch
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from golden import cases
 
@@ -57,3 +59,17 @@ def test_the_comparison_catches_differences() -> None:
     )
     assert cases.differences(lp("c1:\n+1 x\n<= -4950.0\n"), lp("c1:\n+1 y\n<= -4950.0\n"))
     assert cases.differences(lp("c1:\n+1 x\n<= -4950.0\n"), lp("c1:\n+1 x\n<= -4950.1\n"))
+
+
+@pytest.mark.unit
+def test_every_table_of_the_wide_cases_fits_their_terminal() -> None:
+    """Table lines (cells two blanks apart) of the cases run at 100 columns fit in 100
+    columns; prose lines may be longer (the terminal wraps them)."""
+    wide = [c for c in cases.CASES if c.columns > 80]
+    assert {c.name for c in wide} >= {"cim-solve-details", "pim-solve"}
+    for case in wide:
+        _, outcome = cases.load_outcome(case.name)
+        rows = [ln for ln in outcome.stdout.splitlines() if re.search(r"\S  +\S", ln.strip())]
+        assert len(rows) > 10, case.name  # the tables are there
+        too_wide = [ln for ln in rows if len(ln) > case.columns]
+        assert not too_wide, f"{case.name}: {too_wide[:3]}"

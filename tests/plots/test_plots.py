@@ -19,7 +19,13 @@ from matplotlib.patches import Rectangle
 
 from placement.errors import PlacementError
 from placement.nests import LoopNest, NestOperand
-from placement.plots.cim import device_share, speedup_per_network, speedup_vs_crossbars
+from placement.plots.cim import (
+    CIM_BUSY_LABEL,
+    HOST_BUSY_LABEL,
+    device_share,
+    speedup_per_network,
+    speedup_vs_crossbars,
+)
 from placement.plots.common import PlotDataError, num, save_figure
 from placement.plots.gantt import cim_gantt, pim_gantt
 from placement.plots.pim import (
@@ -264,7 +270,7 @@ def test_speedup_per_network_bars_per_crossbar_count(cim):
 
 
 @pytest.mark.integration
-def test_device_share_stacks_host_and_cim_with_operator_counts(cim):
+def test_device_share_draws_busy_time_per_device_against_the_makespan(cim):
     rows, docs, _ = cim
     fig = device_share(rows)
     axes = fig.get_axes()
@@ -272,8 +278,23 @@ def test_device_share_stacks_host_and_cim_with_operator_counts(cim):
     ax = axes[0]
     mine = [r for r in rows if r["hardware"] == HOSTS[0]]
     containers = ax.containers
-    assert len(containers) == 2  # host and CIM bar stacks
+    assert len(containers) == 2  # the host's bars and the CIM's, side by side
     assert len(containers[0]) == len(containers[1]) == len(mine)
+    # not stacked: every bar starts at 0, the CIM bar right of the host bar
+    for h, c in zip(containers[0], containers[1], strict=True):
+        assert h.get_y() == 0 and c.get_y() == 0 and c.get_x() > h.get_x()
+    # the host runs one operator at a time: its bar never passes its makespan line, and
+    # bar and line are the row's host busy time and makespan
+    (line,) = [c for c in ax.collections if c.get_label() == "makespan"]
+    segments = line.get_segments()
+    ratios = sorted(r["host_busy_s"] / r["objective_s"] for r in mine)
+    drawn = []
+    for bar in containers[0]:
+        centre = bar.get_x() + bar.get_width() / 2
+        (top,) = [seg[0][1] for seg in segments if seg[0][0] <= centre <= seg[1][0]]
+        assert bar.get_height() <= top * (1 + 1e-9)
+        drawn.append(bar.get_height() / top)
+    assert sorted(drawn) == pytest.approx(ratios)
     texts = [t.get_text() for t in ax.texts]
     for r in mine:
         assert str(r["n_operators"] - r["n_offloaded"]) in texts
@@ -282,7 +303,7 @@ def test_device_share_stacks_host_and_cim_with_operator_counts(cim):
     )
     # the unit follows the measured busy times (µs on an idle machine, ms on a loaded one)
     assert "busy time" in ax.get_ylabel() and ax.get_ylabel().endswith(("(µs)", "(ms)"))
-    assert _legend_texts(fig.legends[0]) == ["makespan", "CPU (host)", "CIM"]
+    assert _legend_texts(fig.legends[0]) == ["makespan", HOST_BUSY_LABEL, CIM_BUSY_LABEL]
     # the same figure from schedules alone
     items = [{"schedule": docs[r["point_id"]], "model": r["model"], "hardware": r["hardware"],
               "label": f"C={r['crossbars']}"} for r in mine]  # fmt: skip

@@ -167,7 +167,8 @@ def test_markers_wrap_the_outermost_scf_for_of_an_interchanged_gemv(models):
     from torch_mlir import ir
 
     from placement.profiling.mlir.extract import outermost_loops_by_tag
-    from placement.profiling.mlir.lower import find_func, insert_nest_markers, new_context
+    from placement.profiling.mlir.lower import find_func, new_context
+    from placement.profiling.mlir.markers import insert_nest_markers
     from placement.profiling.nest_timing import time_nests
 
     program, compiled = _lower(models["gemv"])

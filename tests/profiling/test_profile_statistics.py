@@ -307,7 +307,7 @@ def test_measure_host_passes_auto_and_prints_each_warning_once(monkeypatch, caps
     assert calls[0]["runs"] == "auto"
     err = capsys.readouterr().err
     assert err.count("placement: warning: noisy") == 1
-    assert "profiled 17 runs" in err and "stopped: stable" in err
+    assert "profiled 12 runs (+5 warm-up)" in err and "stopped: stable" in err
 
 
 # --------------------------------------------------------------------------- profile files

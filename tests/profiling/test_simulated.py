@@ -15,6 +15,12 @@ import pytest
 
 from placement.errors import PlacementError
 from placement.profiling import counters as counters_mod
+from placement.profiling.cache_geometry import (
+    Cache,
+    host_cache_geometry,
+    parse_cache,
+    parse_overrides,
+)
 from placement.profiling.counters import (
     SIM_INSTRUCTIONS,
     SIM_LL_READ_MISSES,
@@ -24,13 +30,7 @@ from placement.profiling.counters import (
     CountersUnavailable,
     select_source,
 )
-from placement.profiling.simulated import (
-    Cache,
-    host_cache_geometry,
-    parse_cache,
-    parse_dump,
-    parse_overrides,
-)
+from placement.profiling.simulated import parse_dump
 
 LINE = 64
 SMALL = "D1=8K,4,64 LL=64K,8,64"

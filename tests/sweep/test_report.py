@@ -93,8 +93,8 @@ def test_missing_columns_skip_figures_with_a_reason(capsys, tmp_path, cim_points
     code, out, err = run(capsys, "report", root, "--format", "md")
     assert code == 0, err
     text = (root / "report.md").read_text()
-    assert "Not drawn: resnet_tiny_int8: latency and operators per device" in text
-    assert "host_busy_s" in text.split("Not drawn: resnet_tiny_int8: latency")[1].split("\n")[0]
+    assert "Not drawn: resnet_tiny_int8: busy time and operators per device" in text
+    assert "host_busy_s" in text.split("Not drawn: resnet_tiny_int8: busy time")[1].split("\n")[0]
     assert "no schedules/p0000.json" not in text  # the fastest point is named instead
     assert re.search(r"Not drawn: .*Gantt.*no schedules/p\d+\.json", text)
     assert "not drawn: device_share_resnet_tiny_int8" in out
@@ -221,3 +221,33 @@ def test_pim_report_of_sweep_engine_schedules_reads_nests_from_profiles(
     assert "Not drawn" not in text
     assert "<td>Softmax</td><td>3</td>" in text
     assert "gantt_softmax_16384.svg" in _figures(root)
+
+
+@pytest.mark.integration
+def test_the_page_rounds_numbers_for_people_and_names_the_hardware(capsys, tmp_path):
+    """No raw dict and no float noise on the page (the manifest's t_mvm_ns of arm-a72 is
+    50.00000000000001 ns, a solver's gap of an optimum can be 5e-13); the JSON and CSV
+    files keep the exact values."""
+    profile = Path(__file__).resolve().parents[1] / "golden" / "resnet_tiny_int8.profile.json"
+    root = tmp_path / "sweep"
+    code, _, err = run(capsys, "sweep", INT8, "--profile", profile, "--hardware", "arm-a72",
+                       "--crossbars", "8,50", "--workers", "1", "-q", "-o", root)  # fmt: skip
+    assert code == 0, err
+    assert json.loads((root / "manifest.json").read_text())["hardware"][0]["cim"]["t_mvm_ns"] != 50
+    code, _, err = run(capsys, "report", root, "-o", root / "report.md", "-q")
+    assert code == 0, err
+    text = (root / "report.md").read_text()
+    head = text.split("## Host latencies")[0]
+    assert "- **hardware arm-a72**: crossbars 100, crossbar_rows 256, crossbar_cols 256," \
+           " t_mvm_ns 50, bus_gbps 10.24" in head  # fmt: skip
+    assert "- **grid**: hardware arm-a72; parameters crossbars 8, 50\n" in head
+    assert "- **solver**: time_limit 600, rel_gap 0.0001, threads 1," in head
+    assert not re.search(r"[{}\[\]]|\d\.\d{7,}|e-\d\d", head), head
+    summary = text.split("## Summary per model and hardware")[1].split("##")[0]
+    (row,) = [ln for ln in summary.splitlines() if ln.startswith("| resnet_tiny_int8")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[7] == "crossbars=50" and cells[-1] == "0%", cells  # at, max gap
+    table = [[c.strip() for c in ln.strip("|").split("|")]
+             for ln in text.split("## All points")[1].splitlines() if ln.startswith("|")]
+    gaps = [r[table[0].index("gap")] for r in table[2:]]
+    assert gaps == ["0%", "0%"], gaps  # exact in points.csv

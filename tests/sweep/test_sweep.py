@@ -143,7 +143,12 @@ def test_cli_sweep_layout_and_schema(capsys, profile, tmp_path):
     )  # fmt: skip
     assert code == 0, err
     assert "sweep: 16/16 points (100%)" in err
-    assert len(stdout.splitlines()) == 1 + 16
+    # per hardware a heading, the column names and its 8 points
+    lines = stdout.splitlines()
+    headings = [ln.split(":")[0] for ln in lines if ln and not ln.startswith(" ")]
+    assert headings == ["resnet_tiny_int8 on arm-a72", "resnet_tiny_int8 on x86-ryzen"]
+    rows = [ln for ln in lines if ln.startswith("  ") and not ln.split()[0] == "crossbars"]
+    assert len(rows) == 16
     manifest = json.loads((out / "manifest.json").read_text())
     for key in ("target", "models", "grid", "hardware", "solver", "placement_version", "created"):
         assert key in manifest

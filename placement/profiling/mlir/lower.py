@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,10 +43,10 @@ from placement.onnxfile import NOT_NUMERIC_FIX, node_names, read_onnx
 from placement.profiling.mlir.extract import (
     extract_nests,
     loc_tag,
-    outermost_loops_by_tag,
     outermost_parallels,
     tag_linalg_ops,
 )
+from placement.profiling.mlir.passes import error_line, first_line
 from placement.profiling.mlir.policy import check_user_module
 
 try:  # torch-mlir is heavy; import errors surface as a PlacementError on first use
@@ -157,7 +156,7 @@ def lower_onnx(
     try:
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception as exc:  # onnx raises several types for inconsistent models
-        raise PlacementError(f"{path}: ONNX shape inference failed ({_first_line(exc)})") from None
+        raise PlacementError(f"{path}: ONNX shape inference failed ({first_line(exc)})") from None
     _check_static_values(model.graph, path)
 
     ctx = _context()
@@ -169,7 +168,7 @@ def lower_onnx(
             importer.import_all()
         except Exception as exc:  # OnnxImportError, KeyError on unsupported types...
             raise PlacementError(
-                f"{path}: torch-mlir cannot import the model ({_first_line(exc)})"
+                f"{path}: torch-mlir cannot import the model ({first_line(exc)})"
             ) from None
         _run(module, ONNX_TO_LINALG, path, op_types)
         imported = time.perf_counter()
@@ -213,13 +212,13 @@ def lower_mlir(path: str | Path, *, fuse_elementwise: bool = False) -> LoweredPr
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
-        raise PlacementError(f"{path}: cannot read ({_first_line(exc)})") from None
+        raise PlacementError(f"{path}: cannot read ({first_line(exc)})") from None
     ctx = _context()
     with ctx:
         try:
             module = ir.Module.parse(text)
         except Exception as exc:  # MLIRError carries the diagnostics
-            raise PlacementError(f"{path}: not valid MLIR ({_mlir_error_line(exc)})") from None
+            raise PlacementError(f"{path}: not valid MLIR ({error_line(exc)})") from None
         check_user_module(module, path)  # a program: nothing outside it may be reached
         func_op = _main_func(module, path)
         func_name = ir.StringAttr(func_op.attributes["sym_name"]).value
@@ -244,88 +243,6 @@ def lower_mlir(path: str | Path, *, fuse_elementwise: bool = False) -> LoweredPr
             "lowering_seconds": time.perf_counter() - start,
         },
     )
-
-
-def insert_nest_markers(
-    module: Any, func_name: str, enter: str = "placement_nest_enter",
-    exit: str = "placement_nest_exit", *, tags: Sequence[int | None] | None = None,
-) -> int:  # fmt: skip
-    """Wrap each nest of ``func_name`` in ``enter(i)``/``exit(i)`` calls; returns the count.
-
-    ``i`` (i64) is the nest index, in the same program order as ``LoweredProgram.nests``.
-    Without ``tags``, every outermost scf.parallel is a nest (the unoptimized module, as
-    extracted). With ``tags`` (``LoweredProgram.nest_tags``), nest ``i`` is the outermost
-    loop *of any kind* (scf.parallel or scf.for) whose location carries linalg tag
-    ``tags[i]``: after an optimization (optimize.py) a nest's outermost loop may be an
-    scf.for -- e.g. a GEMV after the (i, k, j) interchange, once canonicalize has dropped
-    the unit ``i`` loop -- and marking its inner scf.parallel would time it once per ``k``.
-    Every tag must name exactly one such loop (else a PlacementError: the optimized
-    program no longer maps onto the nests). An optimized module records its nest tags in
-    its ``placement.nest_tags`` attribute, which is used when ``tags`` is not given: any
-    caller marking ``LoweredProgram.module_text`` marks the right loops.
-
-    The callees are declared private with ``llvm.emit_c_interface`` so a JIT can resolve
-    them through ``_mlir_ciface_<name>``.
-    """
-    from torch_mlir.dialects import arith, func
-
-    with module.context, ir.Location.unknown():
-        body = module.body
-        i64 = ir.IntegerType.get_signless(64)
-        first = body.operations[0] if len(body.operations) else None
-        ip = ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(body)
-        for name in (enter, exit):
-            decl = func.FuncOp(name, ([i64], []), visibility="private", ip=ip)
-            decl.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-        target = find_func(module, func_name)
-        if tags is None:
-            tags = module_nest_tags(module)
-        if tags is None:
-            ops = [op for op, _trips in outermost_parallels(target)]
-        else:
-            ops = _loops_of_tags(target, tags, func_name)
-        for count, op in enumerate(ops):
-            with ir.InsertionPoint(op):
-                index = arith.ConstantOp(i64, count).result
-                func.CallOp([], ir.FlatSymbolRefAttr.get(enter), [index])
-                call_exit = func.CallOp([], ir.FlatSymbolRefAttr.get(exit), [index])
-            call_exit.operation.move_after(op)
-    return len(ops)
-
-
-NEST_TAGS_ATTR = "placement.nest_tags"
-
-
-def set_module_nest_tags(module: Any, tags: Sequence[int | None]) -> None:
-    """Record ``tags`` (-1 for a nest without a tag) on the module (see insert_nest_markers)."""
-    with module.context:
-        i64 = ir.IntegerType.get_signless(64)
-        values = [ir.IntegerAttr.get(i64, -1 if t is None else t) for t in tags]
-        module.operation.attributes[NEST_TAGS_ATTR] = ir.ArrayAttr.get(values)
-
-
-def module_nest_tags(module: Any) -> list[int | None] | None:
-    """The tags :func:`set_module_nest_tags` recorded, or None for an unoptimized module."""
-    attrs = module.operation.attributes
-    if NEST_TAGS_ATTR not in attrs:
-        return None
-    values = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(attrs[NEST_TAGS_ATTR])]
-    return [None if v < 0 else v for v in values]
-
-
-def _loops_of_tags(func_op: Any, tags: Sequence[int | None], func_name: str) -> list[Any]:
-    loops = outermost_loops_by_tag(func_op)
-    ops = []
-    for index, tag in enumerate(tags):
-        found = loops.get(tag, []) if tag is not None else []
-        if len(found) != 1:
-            what = "no loop" if not found else f"{len(found)} loops"
-            raise PlacementError(
-                f"internal error: nest n{index:03d} (linalg op #{tag}) maps to {what} in the"
-                f" optimized @{func_name}; time this model with --host-times jit"
-            )
-        ops.append(found[0])
-    return ops
 
 
 def new_context() -> Any:
@@ -499,7 +416,7 @@ def _pass_failure(exc: BaseException, path: Path, op_types: dict[str, str]) -> s
         op = match.group(1)
         where = f" (node {node!r})" if node in op_types else ""
         return f"{path}: ONNX operator {op}{where} is not supported by torch-mlir"
-    line = _mlir_error_line(exc)
+    line = error_line(exc)
     illegal = re.search(r"failed to legalize operation '([^']+)'", line)
     if illegal:  # the op dump that follows is long and unreadable on one line
         line = f"cannot lower {illegal.group(1)}"
@@ -507,22 +424,6 @@ def _pass_failure(exc: BaseException, path: Path, op_types: dict[str, str]) -> s
     if node in op_types:
         return f"{path}: lowering node {node!r} ({op_types[node]}) failed: {line}"
     return f"{path}: lowering failed: {line}"
-
-
-def _mlir_error_line(exc: BaseException) -> str:
-    """The first meaningful line of an MLIRError (its first 'error:' diagnostic)."""
-    for line in str(exc).splitlines():
-        line = line.strip()
-        if line.startswith("error:"):
-            line = line[len("error:") :].strip()
-            # Parsed text has no file name: '"-":2:23: msg' -> 'line 2:23: msg'.
-            return re.sub(r'^"-":(\d+):(\d+):\s*', r"line \1:\2: ", line)
-    return _first_line(exc)
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[0].strip() if lines else type(exc).__name__
 
 
 def find_func(module: Any, name: str) -> Any:

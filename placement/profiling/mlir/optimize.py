@@ -78,10 +78,12 @@ from placement.profiling.mlir.lower import (
     LoweredProgram,
     find_func,
     new_context,
-    set_module_nest_tags,
 )
+from placement.profiling.mlir.markers import set_module_nest_tags
+from placement.profiling.mlir.passes import run_passes
 
 VERSION = "host-compiled/1"
+OPTIMIZATION_FAILED = "host optimization failed"
 STEPS = ("interchange", "math", "dead-stores", "fastmath", "vector-width", "aligned-alloc")
 DEFAULT_STEPS = STEPS
 FASTMATH = "reassoc,contract,arcp"
@@ -216,7 +218,7 @@ def optimize_program(
                 record["interchanged"] = {}
                 record["interchange_failed"] = str(exc)
                 module = ir.Module.parse(program.linalg_text)
-        _run(module, TO_PARALLEL_LOOPS, program)
+        run_passes(module, TO_PARALLEL_LOOPS, f"{program.source}: host optimization failed")
         if "math" in steps:
             record["math_rewritten"] = _rewrite_math(module, program)
         # After the inliner: it deletes loops that have become empty, and a nest must
@@ -251,7 +253,7 @@ def _interchange(module: Any, tag_to_nest: dict[int, str]) -> dict[str, Any]:
                for op in walk_operations(module.operation)):  # fmt: skip
         return {}
     copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
-    _run_plain(copy, _GENERALIZE)
+    run_passes(copy, _GENERALIZE, OPTIMIZATION_FAILED)
     plans: dict[int, tuple[list[int], list[str]]] = {}
     for op in walk_operations(copy.operation):
         if op.name != "linalg.generic":
@@ -301,10 +303,11 @@ def _interchange(module: Any, tag_to_nest: dict[int, str]) -> dict[str, Any]:
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(script)
-        _run_plain(
+        run_passes(
             module,
             f"builtin.module(transform-preload-library{{transform-library-paths={path}}},"
             " transform-interpreter)",
+            OPTIMIZATION_FAILED,
         )
     finally:
         os.unlink(path)
@@ -465,7 +468,7 @@ def _rewrite_math(module: Any, program: LoweredProgram) -> dict[str, int]:
     from torch_mlir.dialects import func
 
     before = _count(module, ("math.tanh",))
-    _run_plain(module, _EXPAND_TANH)
+    run_passes(module, _EXPAND_TANH, OPTIMIZATION_FAILED)
     counts = {"math.tanh": before} if before else {}
     callees = {"math.exp": _EXP, "math.erf": _ERF}
     used: set[str] = set()
@@ -487,7 +490,7 @@ def _rewrite_math(module: Any, program: LoweredProgram) -> dict[str, int]:
             for op in list(library.body.operations):
                 module.body.append(op.operation)
     if used:
-        _run_plain(module, _INLINE)
+        run_passes(module, _INLINE, OPTIMIZATION_FAILED)
     return counts
 
 
@@ -541,29 +544,4 @@ def _check_mapping(func_op: Any, program: LoweredProgram) -> dict[str, str]:
     return kinds
 
 
-def _run(module: Any, pipeline: str, program: LoweredProgram) -> None:
-    from torch_mlir.passmanager import PassManager
 
-    try:
-        PassManager.parse(pipeline).run(module.operation)
-    except Exception as exc:
-        raise PlacementError(
-            f"{program.source}: host optimization failed ({_first_error(exc)})"
-        ) from None
-
-
-def _run_plain(module: Any, pipeline: str) -> None:
-    from torch_mlir.passmanager import PassManager
-
-    try:
-        PassManager.parse(pipeline).run(module.operation)
-    except Exception as exc:
-        raise PlacementError(f"host optimization failed ({_first_error(exc)})") from None
-
-
-def _first_error(exc: BaseException) -> str:
-    for line in str(exc).splitlines():
-        if line.strip().startswith("error:"):
-            return line.strip()[len("error:") :].strip()
-    lines = [line for line in str(exc).splitlines() if line.strip()]
-    return lines[0].strip() if lines else type(exc).__name__

@@ -22,7 +22,7 @@ file before any pass runs. Refused, with the first offender's line:
 * a tensor larger than this machine's memory (its allocation would fail and the compiled
   program write through a null pointer);
 * symbols named ``placement_*`` or ``_mlir_*``: the profiler's timing markers, inserted
-  after this check (``lower.insert_nest_markers``), and the JIT's C interfaces.
+  after this check (``markers.mark_program``), and the JIT's C interfaces.
 
 What the check cannot do is make the program memory safe: MLIR compiles without bounds
 checks, so a ``tensor.extract`` at a data-dependent index outside its tensor is undefined

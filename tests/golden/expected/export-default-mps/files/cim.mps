@@ -81,6 +81,14 @@ ROWS
  L  c_u_transfer_hi(input_QuantizeLinear_stem_conv_quant)_
  L  c_u_transfer_hi(stem_conv_quant_b1_add_quant)_
  L  c_u_transfer_hi(stem_conv_quant_b1_conv1_quant)_
+ L  c_u_order_uv(b2_conv1_quant_b2_skip_quant)_
+ L  c_u_order_uv(b2_skip_quant_b2_conv2_quant)_
+ L  c_u_order_uv(b3a_conv_quant_b3b_conv_quant)_
+ L  c_u_order_uv(b3a_conv_quant_b3b_dwconv_quant)_
+ L  c_u_order_vu(b2_conv1_quant_b2_skip_quant)_
+ L  c_u_order_vu(b2_skip_quant_b2_conv2_quant)_
+ L  c_u_order_vu(b3a_conv_quant_b3b_conv_quant)_
+ L  c_u_order_vu(b3a_conv_quant_b3b_dwconv_quant)_
  L  c_u_budget_
  L  c_u_host_serial_
  L  c_u_energetic_head(b2_add_quant)_
@@ -101,15 +109,6 @@ ROWS
  L  c_u_bottleneck(gap_quant_flatten)_
  L  c_u_bottleneck(input_QuantizeLinear_stem_conv_quant)_
  L  c_u_bottleneck(stem_conv_quant_b1_conv1_quant)_
- L  c_u_makespan_cap_
- L  c_u_order_uv_window(b2_conv1_quant_b2_skip_quant)_
- L  c_u_order_uv_window(b2_skip_quant_b2_conv2_quant)_
- L  c_u_order_uv_window(b3a_conv_quant_b3b_conv_quant)_
- L  c_u_order_uv_window(b3a_conv_quant_b3b_dwconv_quant)_
- L  c_u_order_vu_window(b2_conv1_quant_b2_skip_quant)_
- L  c_u_order_vu_window(b2_skip_quant_b2_conv2_quant)_
- L  c_u_order_vu_window(b3a_conv_quant_b3b_conv_quant)_
- L  c_u_order_vu_window(b3a_conv_quant_b3b_dwconv_quant)_
 COLUMNS
      host(b1_conv1_quant) c_e_finish_time(b1_conv1_quant)_ -6549.9999999999964
      host(b1_conv1_quant) c_u_transfer_lo(b1_conv1_quant_b1_conv2_quant)_ 1
@@ -130,81 +129,81 @@ COLUMNS
      host(b2_conv1_quant) c_u_transfer_lo(b2_conv1_quant_b2_conv2_quant)_ 1
      host(b2_conv1_quant) c_u_transfer_hi(b1_add_quant_b2_conv1_quant)_ 1
      host(b2_conv1_quant) c_u_transfer_hi(b2_conv1_quant_b2_conv2_quant)_ -1
+     host(b2_conv1_quant) c_u_order_uv(b2_conv1_quant_b2_skip_quant)_ 88121.34765625
+     host(b2_conv1_quant) c_u_order_vu(b2_conv1_quant_b2_skip_quant)_ 88121.34765625
      host(b2_conv1_quant) c_u_budget_ -2
      host(b2_conv1_quant) c_u_host_serial_ 6250
      host(b2_conv1_quant) c_u_energetic_head(b2_add_quant)_ 6250
      host(b2_conv1_quant) c_u_energetic_head(b2_conv2_quant)_ 6250
      host(b2_conv1_quant) c_u_energetic_tail(b1_add_quant)_ 6250
      host(b2_conv1_quant) c_u_bottleneck(b1_add_quant_b2_add_quant)_ 6250
-     host(b2_conv1_quant) c_u_order_uv_window(b2_conv1_quant_b2_skip_quant)_ 4350.7227107914514
-     host(b2_conv1_quant) c_u_order_vu_window(b2_conv1_quant_b2_skip_quant)_ 7230.7227107914514
      host(b2_conv2_quant) c_e_finish_time(b2_conv2_quant)_ -5219.9999999999991
      host(b2_conv2_quant) c_u_transfer_lo(b2_conv1_quant_b2_conv2_quant)_ -1
      host(b2_conv2_quant) c_u_transfer_lo(b2_conv2_quant_b2_add_quant)_ 1
      host(b2_conv2_quant) c_u_transfer_hi(b2_conv1_quant_b2_conv2_quant)_ 1
      host(b2_conv2_quant) c_u_transfer_hi(b2_conv2_quant_b2_add_quant)_ -1
+     host(b2_conv2_quant) c_u_order_uv(b2_skip_quant_b2_conv2_quant)_ 88121.34765625
+     host(b2_conv2_quant) c_u_order_vu(b2_skip_quant_b2_conv2_quant)_ 88121.34765625
      host(b2_conv2_quant) c_u_budget_ -3
      host(b2_conv2_quant) c_u_host_serial_ 8099.9999999999991
      host(b2_conv2_quant) c_u_energetic_head(b2_add_quant)_ 8099.9999999999991
      host(b2_conv2_quant) c_u_energetic_tail(b1_add_quant)_ 8099.9999999999991
      host(b2_conv2_quant) c_u_energetic_tail(b2_conv1_quant)_ 8099.9999999999991
      host(b2_conv2_quant) c_u_bottleneck(b1_add_quant_b2_add_quant)_ 8099.9999999999991
-     host(b2_conv2_quant) c_u_order_uv_window(b2_skip_quant_b2_conv2_quant)_ 4030.7227107914441
-     host(b2_conv2_quant) c_u_order_vu_window(b2_skip_quant_b2_conv2_quant)_ 7230.7227107914514
      host(b2_skip_quant) c_e_finish_time(b2_skip_quant)_ 800
      host(b2_skip_quant) c_u_transfer_lo(b1_add_quant_b2_skip_quant)_ -1
      host(b2_skip_quant) c_u_transfer_lo(b2_skip_quant_b2_add_quant)_ 1
      host(b2_skip_quant) c_u_transfer_hi(b1_add_quant_b2_skip_quant)_ 1
      host(b2_skip_quant) c_u_transfer_hi(b2_skip_quant_b2_add_quant)_ -1
+     host(b2_skip_quant) c_u_order_uv(b2_conv1_quant_b2_skip_quant)_ 88121.34765625
+     host(b2_skip_quant) c_u_order_uv(b2_skip_quant_b2_conv2_quant)_ 88121.34765625
+     host(b2_skip_quant) c_u_order_vu(b2_conv1_quant_b2_skip_quant)_ 88121.34765625
+     host(b2_skip_quant) c_u_order_vu(b2_skip_quant_b2_conv2_quant)_ 88121.34765625
      host(b2_skip_quant) c_u_budget_ -1
      host(b2_skip_quant) c_u_host_serial_ 2400
      host(b2_skip_quant) c_u_energetic_head(b2_add_quant)_ 2400
      host(b2_skip_quant) c_u_energetic_tail(b1_add_quant)_ 2400
      host(b2_skip_quant) c_u_bottleneck(b1_add_quant_b2_add_quant)_ 2400
-     host(b2_skip_quant) c_u_order_uv_window(b2_conv1_quant_b2_skip_quant)_ 4350.7227107914514
-     host(b2_skip_quant) c_u_order_uv_window(b2_skip_quant_b2_conv2_quant)_ 4030.7227107914441
-     host(b2_skip_quant) c_u_order_vu_window(b2_conv1_quant_b2_skip_quant)_ 7230.7227107914514
-     host(b2_skip_quant) c_u_order_vu_window(b2_skip_quant_b2_conv2_quant)_ 7230.7227107914514
      host(b3a_conv_quant) c_e_finish_time(b3a_conv_quant)_ 1100.0000000000005
      host(b3a_conv_quant) c_u_transfer_lo(b2_add_quant_b3a_conv_quant)_ -1
      host(b3a_conv_quant) c_u_transfer_lo(b3a_conv_quant_b3_concat_quant)_ 1
      host(b3a_conv_quant) c_u_transfer_hi(b2_add_quant_b3a_conv_quant)_ 1
      host(b3a_conv_quant) c_u_transfer_hi(b3a_conv_quant_b3_concat_quant)_ -1
+     host(b3a_conv_quant) c_u_order_uv(b3a_conv_quant_b3b_conv_quant)_ 88121.34765625
+     host(b3a_conv_quant) c_u_order_uv(b3a_conv_quant_b3b_dwconv_quant)_ 88121.34765625
+     host(b3a_conv_quant) c_u_order_vu(b3a_conv_quant_b3b_conv_quant)_ 88121.34765625
+     host(b3a_conv_quant) c_u_order_vu(b3a_conv_quant_b3b_dwconv_quant)_ 88121.34765625
      host(b3a_conv_quant) c_u_budget_ -1
      host(b3a_conv_quant) c_u_host_serial_ 1700
      host(b3a_conv_quant) c_u_energetic_head(b3_concat_quant)_ 1700
      host(b3a_conv_quant) c_u_energetic_tail(b2_add_quant)_ 1700
      host(b3a_conv_quant) c_u_bottleneck(b2_add_quant_b3_concat_quant)_ 1700
-     host(b3a_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_conv_quant)_ 2800.7227107914514
-     host(b3a_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_dwconv_quant)_ 5600.7227107914441
-     host(b3a_conv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_conv_quant)_ 5600.7227107914441
-     host(b3a_conv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_dwconv_quant)_ 3950.7227107914441
      host(b3b_conv_quant) c_e_finish_time(b3b_conv_quant)_ 1150.0000000000005
      host(b3b_conv_quant) c_u_transfer_lo(b3b_conv_quant_b3_concat_quant)_ 1
      host(b3b_conv_quant) c_u_transfer_lo(b3b_dwconv_quant_b3b_conv_quant)_ -1
      host(b3b_conv_quant) c_u_transfer_hi(b3b_conv_quant_b3_concat_quant)_ -1
      host(b3b_conv_quant) c_u_transfer_hi(b3b_dwconv_quant_b3b_conv_quant)_ 1
+     host(b3b_conv_quant) c_u_order_uv(b3a_conv_quant_b3b_conv_quant)_ 88121.34765625
+     host(b3b_conv_quant) c_u_order_vu(b3a_conv_quant_b3b_conv_quant)_ 88121.34765625
      host(b3b_conv_quant) c_u_budget_ -1
      host(b3b_conv_quant) c_u_host_serial_ 1650
      host(b3b_conv_quant) c_u_energetic_head(b3_concat_quant)_ 1650
      host(b3b_conv_quant) c_u_energetic_tail(b2_add_quant)_ 1650
      host(b3b_conv_quant) c_u_energetic_tail(b3b_dwconv_quant)_ 1650
      host(b3b_conv_quant) c_u_bottleneck(b2_add_quant_b3_concat_quant)_ 1650
-     host(b3b_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_conv_quant)_ 2800.7227107914514
-     host(b3b_conv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_conv_quant)_ 5600.7227107914441
      host(b3b_dwconv_quant) c_e_finish_time(b3b_dwconv_quant)_ 80
      host(b3b_dwconv_quant) c_u_transfer_lo(b2_add_quant_b3b_dwconv_quant)_ -1
      host(b3b_dwconv_quant) c_u_transfer_lo(b3b_dwconv_quant_b3b_conv_quant)_ 1
      host(b3b_dwconv_quant) c_u_transfer_hi(b2_add_quant_b3b_dwconv_quant)_ 1
      host(b3b_dwconv_quant) c_u_transfer_hi(b3b_dwconv_quant_b3b_conv_quant)_ -1
+     host(b3b_dwconv_quant) c_u_order_uv(b3a_conv_quant_b3b_dwconv_quant)_ 88121.34765625
+     host(b3b_dwconv_quant) c_u_order_vu(b3a_conv_quant_b3b_dwconv_quant)_ 88121.34765625
      host(b3b_dwconv_quant) c_u_budget_ -3
      host(b3b_dwconv_quant) c_u_host_serial_ 2800
      host(b3b_dwconv_quant) c_u_energetic_head(b3_concat_quant)_ 2800
      host(b3b_dwconv_quant) c_u_energetic_head(b3b_conv_quant)_ 2800
      host(b3b_dwconv_quant) c_u_energetic_tail(b2_add_quant)_ 2800
      host(b3b_dwconv_quant) c_u_bottleneck(b2_add_quant_b3_concat_quant)_ 2800
-     host(b3b_dwconv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_dwconv_quant)_ 5600.7227107914441
-     host(b3b_dwconv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_dwconv_quant)_ 3950.7227107914441
      host(fc_quant) c_e_finish_time(fc_quant)_ -1289.27734375
      host(fc_quant) c_u_transfer_lo(fc_quant_logits_DequantizeLinear)_ 1
      host(fc_quant) c_u_transfer_lo(flatten_fc_quant)_ -1
@@ -240,15 +239,15 @@ COLUMNS
      start(b2_add_quant) c_u_bottleneck(b1_add_quant_b2_add_quant)_ -1
      start(b2_conv1_quant) c_e_finish_time(b2_conv1_quant)_ -1
      start(b2_conv1_quant) c_u_precedence(b1_add_quant_b2_conv1_quant)_ -1
-     start(b2_conv1_quant) c_u_order_vu_window(b2_conv1_quant_b2_skip_quant)_ -1
+     start(b2_conv1_quant) c_u_order_vu(b2_conv1_quant_b2_skip_quant)_ -1
      start(b2_conv2_quant) c_e_finish_time(b2_conv2_quant)_ -1
      start(b2_conv2_quant) c_u_precedence(b2_conv1_quant_b2_conv2_quant)_ -1
+     start(b2_conv2_quant) c_u_order_uv(b2_skip_quant_b2_conv2_quant)_ -1
      start(b2_conv2_quant) c_u_energetic_head(b2_conv2_quant)_ -1
-     start(b2_conv2_quant) c_u_order_uv_window(b2_skip_quant_b2_conv2_quant)_ -1
      start(b2_skip_quant) c_e_finish_time(b2_skip_quant)_ -1
      start(b2_skip_quant) c_u_precedence(b1_add_quant_b2_skip_quant)_ -1
-     start(b2_skip_quant) c_u_order_uv_window(b2_conv1_quant_b2_skip_quant)_ -1
-     start(b2_skip_quant) c_u_order_vu_window(b2_skip_quant_b2_conv2_quant)_ -1
+     start(b2_skip_quant) c_u_order_uv(b2_conv1_quant_b2_skip_quant)_ -1
+     start(b2_skip_quant) c_u_order_vu(b2_skip_quant_b2_conv2_quant)_ -1
      start(b3_concat_quant) c_e_finish_time(b3_concat_quant)_ -1
      start(b3_concat_quant) c_u_precedence(b3a_conv_quant_b3_concat_quant)_ -1
      start(b3_concat_quant) c_u_precedence(b3b_conv_quant_b3_concat_quant)_ -1
@@ -258,15 +257,15 @@ COLUMNS
      start(b3_concat_quant) c_u_bottleneck(b2_add_quant_b3_concat_quant)_ -1
      start(b3a_conv_quant) c_e_finish_time(b3a_conv_quant)_ -1
      start(b3a_conv_quant) c_u_precedence(b2_add_quant_b3a_conv_quant)_ -1
-     start(b3a_conv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_conv_quant)_ -1
-     start(b3a_conv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_dwconv_quant)_ -1
+     start(b3a_conv_quant) c_u_order_vu(b3a_conv_quant_b3b_conv_quant)_ -1
+     start(b3a_conv_quant) c_u_order_vu(b3a_conv_quant_b3b_dwconv_quant)_ -1
      start(b3b_conv_quant) c_e_finish_time(b3b_conv_quant)_ -1
      start(b3b_conv_quant) c_u_precedence(b3b_dwconv_quant_b3b_conv_quant)_ -1
+     start(b3b_conv_quant) c_u_order_uv(b3a_conv_quant_b3b_conv_quant)_ -1
      start(b3b_conv_quant) c_u_energetic_head(b3b_conv_quant)_ -1
-     start(b3b_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_conv_quant)_ -1
      start(b3b_dwconv_quant) c_e_finish_time(b3b_dwconv_quant)_ -1
      start(b3b_dwconv_quant) c_u_precedence(b2_add_quant_b3b_dwconv_quant)_ -1
-     start(b3b_dwconv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_dwconv_quant)_ -1
+     start(b3b_dwconv_quant) c_u_order_uv(b3a_conv_quant_b3b_dwconv_quant)_ -1
      start(fc_quant) c_e_finish_time(fc_quant)_ -1
      start(fc_quant) c_u_precedence(flatten_fc_quant)_ -1
      start(fc_quant) c_u_bottleneck(flatten_fc_quant)_ -1
@@ -305,29 +304,29 @@ COLUMNS
      finish(b2_add_quant) c_u_bottleneck(b2_add_quant_b3_concat_quant)_ 1
      finish(b2_conv1_quant) c_e_finish_time(b2_conv1_quant)_ 1
      finish(b2_conv1_quant) c_u_precedence(b2_conv1_quant_b2_conv2_quant)_ 1
+     finish(b2_conv1_quant) c_u_order_uv(b2_conv1_quant_b2_skip_quant)_ 1
      finish(b2_conv1_quant) c_u_energetic_tail(b2_conv1_quant)_ 1
-     finish(b2_conv1_quant) c_u_order_uv_window(b2_conv1_quant_b2_skip_quant)_ 1
      finish(b2_conv2_quant) c_e_finish_time(b2_conv2_quant)_ 1
      finish(b2_conv2_quant) c_u_precedence(b2_conv2_quant_b2_add_quant)_ 1
-     finish(b2_conv2_quant) c_u_order_vu_window(b2_skip_quant_b2_conv2_quant)_ 1
+     finish(b2_conv2_quant) c_u_order_vu(b2_skip_quant_b2_conv2_quant)_ 1
      finish(b2_skip_quant) c_e_finish_time(b2_skip_quant)_ 1
      finish(b2_skip_quant) c_u_precedence(b2_skip_quant_b2_add_quant)_ 1
-     finish(b2_skip_quant) c_u_order_uv_window(b2_skip_quant_b2_conv2_quant)_ 1
-     finish(b2_skip_quant) c_u_order_vu_window(b2_conv1_quant_b2_skip_quant)_ 1
+     finish(b2_skip_quant) c_u_order_uv(b2_skip_quant_b2_conv2_quant)_ 1
+     finish(b2_skip_quant) c_u_order_vu(b2_conv1_quant_b2_skip_quant)_ 1
      finish(b3_concat_quant) c_e_finish_time(b3_concat_quant)_ 1
      finish(b3_concat_quant) c_u_precedence(b3_concat_quant_gap_quant)_ 1
      finish(b3_concat_quant) c_u_bottleneck(b3_concat_quant_gap_quant)_ 1
      finish(b3a_conv_quant) c_e_finish_time(b3a_conv_quant)_ 1
      finish(b3a_conv_quant) c_u_precedence(b3a_conv_quant_b3_concat_quant)_ 1
-     finish(b3a_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_conv_quant)_ 1
-     finish(b3a_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_dwconv_quant)_ 1
+     finish(b3a_conv_quant) c_u_order_uv(b3a_conv_quant_b3b_conv_quant)_ 1
+     finish(b3a_conv_quant) c_u_order_uv(b3a_conv_quant_b3b_dwconv_quant)_ 1
      finish(b3b_conv_quant) c_e_finish_time(b3b_conv_quant)_ 1
      finish(b3b_conv_quant) c_u_precedence(b3b_conv_quant_b3_concat_quant)_ 1
-     finish(b3b_conv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_conv_quant)_ 1
+     finish(b3b_conv_quant) c_u_order_vu(b3a_conv_quant_b3b_conv_quant)_ 1
      finish(b3b_dwconv_quant) c_e_finish_time(b3b_dwconv_quant)_ 1
      finish(b3b_dwconv_quant) c_u_precedence(b3b_dwconv_quant_b3b_conv_quant)_ 1
+     finish(b3b_dwconv_quant) c_u_order_vu(b3a_conv_quant_b3b_dwconv_quant)_ 1
      finish(b3b_dwconv_quant) c_u_energetic_tail(b3b_dwconv_quant)_ 1
-     finish(b3b_dwconv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_dwconv_quant)_ 1
      finish(fc_quant) c_e_finish_time(fc_quant)_ 1
      finish(fc_quant) c_u_precedence(fc_quant_logits_DequantizeLinear)_ 1
      finish(fc_quant) c_u_bottleneck(fc_quant_logits_DequantizeLinear)_ 1
@@ -403,18 +402,17 @@ COLUMNS
      transfer(stem_conv_quant_b1_conv1_quant) c_u_precedence(stem_conv_quant_b1_conv1_quant)_ 479.99999999999994
      transfer(stem_conv_quant_b1_conv1_quant) c_u_transfer_lo(stem_conv_quant_b1_conv1_quant)_ -1
      transfer(stem_conv_quant_b1_conv1_quant) c_u_transfer_hi(stem_conv_quant_b1_conv1_quant)_ -1
-     order(b2_conv1_quant_b2_skip_quant) c_u_order_uv_window(b2_conv1_quant_b2_skip_quant)_ 4350.7227107914514
-     order(b2_conv1_quant_b2_skip_quant) c_u_order_vu_window(b2_conv1_quant_b2_skip_quant)_ -7230.7227107914514
-     order(b2_skip_quant_b2_conv2_quant) c_u_order_uv_window(b2_skip_quant_b2_conv2_quant)_ 4030.7227107914441
-     order(b2_skip_quant_b2_conv2_quant) c_u_order_vu_window(b2_skip_quant_b2_conv2_quant)_ -7230.7227107914514
-     order(b3a_conv_quant_b3b_conv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_conv_quant)_ 2800.7227107914514
-     order(b3a_conv_quant_b3b_conv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_conv_quant)_ -5600.7227107914441
-     order(b3a_conv_quant_b3b_dwconv_quant) c_u_order_uv_window(b3a_conv_quant_b3b_dwconv_quant)_ 5600.7227107914441
-     order(b3a_conv_quant_b3b_dwconv_quant) c_u_order_vu_window(b3a_conv_quant_b3b_dwconv_quant)_ -3950.7227107914441
+     order(b2_conv1_quant_b2_skip_quant) c_u_order_uv(b2_conv1_quant_b2_skip_quant)_ 88121.34765625
+     order(b2_conv1_quant_b2_skip_quant) c_u_order_vu(b2_conv1_quant_b2_skip_quant)_ -88121.34765625
+     order(b2_skip_quant_b2_conv2_quant) c_u_order_uv(b2_skip_quant_b2_conv2_quant)_ 88121.34765625
+     order(b2_skip_quant_b2_conv2_quant) c_u_order_vu(b2_skip_quant_b2_conv2_quant)_ -88121.34765625
+     order(b3a_conv_quant_b3b_conv_quant) c_u_order_uv(b3a_conv_quant_b3b_conv_quant)_ 88121.34765625
+     order(b3a_conv_quant_b3b_conv_quant) c_u_order_vu(b3a_conv_quant_b3b_conv_quant)_ -88121.34765625
+     order(b3a_conv_quant_b3b_dwconv_quant) c_u_order_uv(b3a_conv_quant_b3b_dwconv_quant)_ 88121.34765625
+     order(b3a_conv_quant_b3b_dwconv_quant) c_u_order_vu(b3a_conv_quant_b3b_dwconv_quant)_ -88121.34765625
      makespan objective 1
      makespan c_u_makespan_bound(logits_DequantizeLinear)_ -1
      makespan c_u_host_serial_ -1
-     makespan c_u_makespan_cap_ 1
 RHS
      RHS c_u_makespan_bound(logits_DequantizeLinear)_ 0
      RHS c_e_finish_time(b1_add_quant)_ 2549.9999999999995
@@ -491,6 +489,14 @@ RHS
      RHS c_u_transfer_hi(input_QuantizeLinear_stem_conv_quant)_ 1
      RHS c_u_transfer_hi(stem_conv_quant_b1_add_quant)_ -1
      RHS c_u_transfer_hi(stem_conv_quant_b1_conv1_quant)_ 0
+     RHS c_u_order_uv(b2_conv1_quant_b2_skip_quant)_ 264364.04296875
+     RHS c_u_order_uv(b2_skip_quant_b2_conv2_quant)_ 264364.04296875
+     RHS c_u_order_uv(b3a_conv_quant_b3b_conv_quant)_ 264364.04296875
+     RHS c_u_order_uv(b3a_conv_quant_b3b_dwconv_quant)_ 264364.04296875
+     RHS c_u_order_vu(b2_conv1_quant_b2_skip_quant)_ 176242.6953125
+     RHS c_u_order_vu(b2_skip_quant_b2_conv2_quant)_ 176242.6953125
+     RHS c_u_order_vu(b3a_conv_quant_b3b_conv_quant)_ 176242.6953125
+     RHS c_u_order_vu(b3a_conv_quant_b3b_dwconv_quant)_ 176242.6953125
      RHS c_u_budget_ 33
      RHS c_u_host_serial_ -9700
      RHS c_u_energetic_head(b2_add_quant)_ 0
@@ -511,15 +517,6 @@ RHS
      RHS c_u_bottleneck(gap_quant_flatten)_ 0
      RHS c_u_bottleneck(input_QuantizeLinear_stem_conv_quant)_ 0
      RHS c_u_bottleneck(stem_conv_quant_b1_conv1_quant)_ 0
-     RHS c_u_makespan_cap_ 54541.445367041451
-     RHS c_u_order_uv_window(b2_conv1_quant_b2_skip_quant)_ 13052.168132374354
-     RHS c_u_order_uv_window(b2_skip_quant_b2_conv2_quant)_ 12092.168132374332
-     RHS c_u_order_uv_window(b3a_conv_quant_b3b_conv_quant)_ 8402.1681323743542
-     RHS c_u_order_uv_window(b3a_conv_quant_b3b_dwconv_quant)_ 16802.168132374332
-     RHS c_u_order_vu_window(b2_conv1_quant_b2_skip_quant)_ 14461.445421582903
-     RHS c_u_order_vu_window(b2_skip_quant_b2_conv2_quant)_ 14461.445421582903
-     RHS c_u_order_vu_window(b3a_conv_quant_b3b_conv_quant)_ 11201.445421582888
-     RHS c_u_order_vu_window(b3a_conv_quant_b3b_dwconv_quant)_ 7901.4454215828882
 BOUNDS
  BV BOUND host(b1_conv1_quant)
  BV BOUND host(b1_conv2_quant)
