@@ -87,6 +87,8 @@ def embedded_as_references(path: Path, min_bytes: int = INLINE_MAX_BYTES) -> byt
         if size <= min_bytes:
             return None
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            if hasattr(mmap, "MADV_RANDOM"):  # no read-ahead: only the headers are read
+                buf.madvise(mmap.MADV_RANDOM)
             try:
                 return _split_model(buf, path.name, min_bytes)
             except _Malformed:
