@@ -24,6 +24,7 @@ from onnx.external_data_helper import (
 )
 
 from placement.errors import PlacementError
+from placement.machine import available_memory
 from placement.weights import INLINE_MAX_BYTES, ITEMSIZE, embedded_as_references, is_reference
 
 # Random ops: folding one would freeze a single draw into a constant, so neither
@@ -118,20 +119,11 @@ def model_file_bytes(model: onnx.ModelProto, path: str | Path) -> int:
     return sum(f.stat().st_size for f in files)
 
 
-_MEMINFO = Path("/proc/meminfo")
-
-
 def available_memory_bytes() -> int | None:
-    """``MemAvailable`` of /proc/meminfo in bytes; None where it cannot be read."""
-    try:
-        for line in _MEMINFO.read_text(encoding="ascii", errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            fields = value.split()
-            if key == "MemAvailable" and fields and fields[0].isdigit():
-                return int(fields[0]) * 1024
-    except OSError:
-        pass
-    return None
+    """The bytes this process may still use (:func:`placement.machine.available_memory`);
+    None where it cannot be read."""
+    found = available_memory()
+    return None if found is None else found[0]
 
 
 def check_fits_in_memory(path: str | Path, need_bytes: int, limit_bytes: int | None = None) -> None:

@@ -36,20 +36,12 @@ import onnx
 from onnx import TensorProto, helper
 
 from placement.errors import PlacementError
+from placement.machine import available_memory
 from placement.onnxfile import node_names
 from placement.units import fmt_bytes_si
 
 #: The share of the available memory a run may take unless ``--memory-limit`` says more.
 DEFAULT_FRACTION = 0.5
-_MEMINFO = Path("/proc/meminfo")
-# (limit file, usage file) of cgroup v2 and v1, as a container sees its own cgroup.
-_CGROUP_FILES = (
-    (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory.current")),
-    (
-        Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
-        Path("/sys/fs/cgroup/memory/memory.usage_in_bytes"),
-    ),
-)
 
 
 @dataclass(frozen=True)
@@ -104,33 +96,6 @@ def memory_limit(memory_limit_gb: float | None = None) -> MemoryLimit | None:
     )
 
 
-def available_memory() -> tuple[int, str] | None:
-    """(bytes available now, what they are), or None where Linux's figures are missing."""
-    found: tuple[int, str] | None = None
-    try:
-        for line in _MEMINFO.read_text(encoding="ascii", errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key == "MemAvailable" and value.split() and value.split()[0].isdigit():
-                found = (int(value.split()[0]) * 1024, "the available memory")
-    except OSError:
-        pass
-    for limit_file, usage_file in _CGROUP_FILES:
-        limit, usage = _read_int(limit_file), _read_int(usage_file)
-        if limit is None or usage is None:
-            continue
-        room = max(limit - usage, 0)
-        if found is None or room < found[0]:
-            found = (room, "the memory this cgroup may still use")
-        break
-    return found
-
-
-def _read_int(path: Path) -> int | None:
-    try:
-        text = path.read_text(encoding="ascii").strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None  # "max": no limit
 
 
 # --------------------------------------------------------------------------- estimates
