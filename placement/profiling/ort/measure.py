@@ -69,7 +69,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import statistics
 import tempfile
 import time
@@ -109,41 +108,24 @@ from placement.profiling.ort.robust import (
     round_totals,
     stability_warning,
 )
+from placement.profiling.ort.session import (
+    OPTIMIZATION_LEVELS,
+    create_session,
+    random_inputs,
+    run_session,
+    session_options,
+)
 from placement.profiling.ort.trace import (
     add_event_shapes,
     event_shares,
     per_node_times,
     split_runs,
 )
-from placement.weights import set_external_folder
 
-OPTIMIZATION_LEVELS = {
-    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-}
-
-_MAX_PROTO_BYTES = 1_800_000_000  # below protobuf's 2 GiB limit for in-memory models
 # --runs auto: at most this many measured runs, and few enough that ORT's trace stays well
 # below its cap of a million events (an event per kernel and run, plus a few per run).
 _AUTO_MAX_RUNS = 400
 _TRACE_EVENT_BUDGET = 500_000
-
-_NUMPY_TYPES: dict[str, Any] = {
-    "tensor(float)": np.float32,
-    "tensor(double)": np.float64,
-    "tensor(float16)": np.float16,
-    "tensor(uint8)": np.uint8,
-    "tensor(int8)": np.int8,
-    "tensor(uint16)": np.uint16,
-    "tensor(int16)": np.int16,
-    "tensor(uint32)": np.uint32,
-    "tensor(int32)": np.int32,
-    "tensor(uint64)": np.uint64,
-    "tensor(int64)": np.int64,
-    "tensor(bool)": np.bool_,
-}
 
 Runs = int | Literal["auto"]
 
@@ -317,16 +299,16 @@ def plain_inference_seconds(
     model = read_onnx(path, load_weights=False)
     check_model_memory(path, model, memory_limit_gb)
     with tempfile.TemporaryDirectory(prefix="placement-plain-") as tmp:
-        session = _create_session(
-            model, _session_options(intra_op_threads, optimization), path, tmp
+        session = create_session(
+            model, session_options(intra_op_threads, optimization), path, tmp
         )
-        feeds = _random_inputs(session, seed, path)
+        feeds = random_inputs(session, seed, path)
         for _ in range(warmup):
-            _run(session, feeds, path)
+            run_session(session, feeds, path)
         seconds = []
         for _ in range(runs):
             start = time.perf_counter()
-            _run(session, feeds, path)
+            run_session(session, feeds, path)
             seconds.append(time.perf_counter() - start)
     return seconds
 
@@ -373,7 +355,7 @@ class _ProfiledSession:
         sizes, the ``--runs auto`` record (or ``None``) and the machine load."""
         path = self.path
         with tempfile.TemporaryDirectory(prefix="placement-profile-") as tmp:
-            options = _session_options(self.threads, self.optimization)
+            options = session_options(self.threads, self.optimization)
             options.enable_profiling = True
             options.profile_file_prefix = os.path.join(tmp, "ort_profile")
             optimized_path = os.path.join(tmp, "optimized.onnx")
@@ -385,18 +367,18 @@ class _ProfiledSession:
             options.add_session_config_entry(
                 "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
             )
-            session = _create_session(self.model, options, path, tmp)
+            session = create_session(self.model, options, path, tmp)
             try:  # saved while the session was created
                 optimized = onnx.load(optimized_path, load_external_data=False)
             except (OSError, ValueError) as exc:
                 raise PlacementError(
                     f"{path}: ONNX Runtime left no usable optimized graph ({exc})"
                 ) from None
-            feeds = _random_inputs(session, self.seed, path)
+            feeds = random_inputs(session, self.seed, path)
             started = time.perf_counter()
             for _ in range(warmup):
                 self._flush()
-                _run(session, feeds, path)
+                run_session(session, feeds, path)
             auto: dict[str, Any] | None = None
             if runs == "auto":
                 limit = _auto_run_limit(len(optimized.graph.node), warmup)
@@ -430,7 +412,7 @@ class _ProfiledSession:
         for _ in range(size):
             self._flush()
             start = time.perf_counter()
-            _run(session, feeds, self.path)
+            run_session(session, feeds, self.path)
             self.wall.append(time.perf_counter() - start)
             if progress is not None:
                 progress(len(self.wall), total)
@@ -510,93 +492,6 @@ def _check_auto(tolerance: float, time_budget: float) -> None:
             raise PlacementError(f"{label} must be a positive number, got {value!r}")
         if not math.isfinite(value):
             raise PlacementError(f"{label} must be finite, got {value!r}")
-
-
-def _session_options(threads: int, optimization: str) -> ort.SessionOptions:
-    options = ort.SessionOptions()
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = OPTIMIZATION_LEVELS[optimization]
-    # Keep ORT's log off stderr (NCHWc save warning, EndProfiling noise after a failed
-    # load): every failure still raises and becomes a one-line PlacementError.
-    options.log_severity_level = 4
-    return options
-
-
-def _create_session(
-    model: onnx.ModelProto, options: ort.SessionOptions, path: Path, tmp: str
-) -> ort.InferenceSession:
-    if model.ByteSize() < _MAX_PROTO_BYTES:
-        source: str | bytes = model.SerializeToString()  # large weights are references
-        set_external_folder(options, path)
-    else:  # too big for one protobuf message: hand ORT a file with external weights
-        source = os.path.join(tmp, "model.onnx")
-        onnx.save(model, source, save_as_external_data=True, location="model.data")
-    try:
-        return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # ORT raises several pybind types (Fail, InvalidGraph, ...)
-        raise PlacementError(
-            f"{path}: ONNX Runtime cannot load the model ({_ort_message(exc)})"
-        ) from None
-
-
-def _run(session: ort.InferenceSession, feeds: dict[str, np.ndarray], path: Path) -> None:
-    try:
-        session.run(None, feeds)
-    except Exception as exc:
-        raise PlacementError(
-            f"{path}: ONNX Runtime failed to run the model ({_ort_message(exc)})"
-        ) from None
-
-
-def _ort_message(exc: BaseException) -> str:
-    """ORT's first line, without the error-code banner and C++ source location."""
-    lines = str(exc).strip().splitlines()
-    text = lines[0] if lines else type(exc).__name__
-    # "[ONNXRuntimeError] : 10 : INVALID_GRAPH : message" -> "INVALID_GRAPH: message"
-    match = re.match(r"\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*(\w+)\s*:\s*(.*)", text)
-    if match:
-        text = f"{match.group(1)}: {match.group(2)}"
-    # "FAIL: /src/model.cc:256 onnxruntime::Model::Model(<signature>) message" -> "FAIL: message"
-    location = re.search(r"\S+\.(?:cc|cpp|h):\d+ ", text)
-    if location:
-        rest, depth = text[location.end() :], 0
-        for pos, char in enumerate(rest):
-            depth += {"(": 1, ")": -1}.get(char, 0)
-            if char == ")" and depth == 0:
-                text = text[: location.start()] + rest[pos + 1 :].strip()
-                break
-    return text
-
-
-def _random_inputs(session: ort.InferenceSession, seed: int, path: Path) -> dict[str, np.ndarray]:
-    """Deterministic random feeds matching each input's dtype and static shape."""
-    rng = np.random.default_rng(seed)
-    feeds: dict[str, np.ndarray] = {}
-    for arg in session.get_inputs():
-        dtype = _NUMPY_TYPES.get(arg.type)
-        if dtype is None:
-            raise PlacementError(
-                f"{path}: input {arg.name!r} has type {arg.type}, which the profiler cannot feed"
-            )
-        shape = list(arg.shape) if arg.shape is not None else None
-        if shape is None or any(not isinstance(d, int) or d < 0 for d in shape):
-            raise PlacementError(
-                f"{path}: input {arg.name!r} has a dynamic shape {shape}; "
-                "export the model with static input shapes"
-            )
-        if dtype == np.bool_:
-            value = rng.integers(0, 2, size=shape).astype(np.bool_)
-        elif np.issubdtype(dtype, np.floating):
-            value = rng.standard_normal(size=shape).astype(dtype)
-        elif np.dtype(dtype).itemsize == 1:  # 8-bit activations: use the full range
-            info = np.iinfo(dtype)
-            value = rng.integers(info.min, int(info.max) + 1, size=shape).astype(dtype)
-        else:  # wider integers are usually indices or ids: 0/1 are always valid
-            value = rng.integers(0, 2, size=shape).astype(dtype)
-        feeds[arg.name] = value
-    return feeds
 
 
 # --------------------------------------------------------------------------- metadata
