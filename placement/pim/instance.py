@@ -36,7 +36,10 @@ class PimInstance:
     core count given in code, overriding both. ``counters``: optional Table 1 events
     per nest, used only by the threshold rule. ``n_cores`` defaults to ``spec.cores``.
     ``blocks``: optional, every nest's loops (:class:`placement.blocks.Loop`), needed at
-    basic-block granularity only.
+    basic-block granularity only. ``counter_seconds``: optional, per nest, the time of the
+    program its counters were counted on (rule C3's denominator,
+    :attr:`placement.profiling.nest_profile.NestProfile.counter_seconds`); ``t_cpu`` where
+    absent.
     """
 
     nests: tuple[LoopNest, ...]
@@ -47,6 +50,7 @@ class PimInstance:
     counters: Mapping[str, Mapping[str, float] | None] | None = None
     measured: PimTimes | None = None
     blocks: Mapping[str, Loop] | None = None
+    counter_seconds: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "nests", tuple(self.nests))
@@ -70,6 +74,8 @@ class PimInstance:
                     f"nest {n.id!r}: need trip_count >= 1 and 0 <= n_iter <= n_total"
                 )
         check_times(self.t_cpu, seen, "T_cpu", required=True)
+        if self.counter_seconds is not None:
+            check_times(self.counter_seconds, seen, "counted-program time", required=False)
         if self.t_pim is not None:
             check_times(self.t_pim, seen, "T_pim", required=False)
         if self.measured is not None:

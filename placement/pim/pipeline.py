@@ -401,10 +401,12 @@ def instance(
     """The instance of ``profile`` on the PIM machine ``spec`` (``cores``: else the spec's),
     with ``pim_times`` (:mod:`placement.pim.times`) replacing the analytical T_pim of the
     nests they name; ``blocks``: the nests' loops (:func:`profile_loops`), for basic-block
-    granularity."""
+    granularity. Rule C3 divides the counted traffic by the counted program's time
+    (:attr:`~placement.profiling.nest_profile.NestProfile.counter_seconds`)."""
     return PimInstance(
         nests=tuple(profile.nests), t_cpu=profile.t_cpu, spec=spec, n_cores=cores,
         counters=profile.counters, measured=pim_times, blocks=blocks,
+        counter_seconds=profile.counter_seconds if profile.counters else None,
     )  # fmt: skip
 
 

@@ -66,19 +66,22 @@ class Derived:
 
 
 def read_bandwidth(
-    nest: LoopNest, t_cpu: float, counters: Mapping[str, float] | None, cache_line: int
-) -> Derived:
+    nest: LoopNest, t_cpu: float, counters: Mapping[str, float] | None, cache_line: int,
+    counted: float | None = None,
+) -> Derived:  # fmt: skip
     """Eq. 6 from the off-core read counter, else from the simulated off-core read bytes
-    (simulated), else fetch_bytes / T_cpu (estimated)."""
+    (simulated), each over ``counted`` (the counted program's time; default ``t_cpu``),
+    else fetch_bytes / T_cpu (estimated)."""
     has_counter = counters is not None and EV_OFFCORE_RD in counters
     simulated = not has_counter and counters is not None and SIM_OFFCORE_READ_BYTES in counters
-    if t_cpu <= 0:
+    seconds = t_cpu if counted is None or not (has_counter or simulated) else counted
+    if seconds <= 0:
         return Derived(None, not has_counter and not simulated, simulated)
     if counters is not None and has_counter:
-        return Derived(counters[EV_OFFCORE_RD] * cache_line / t_cpu, False)
+        return Derived(counters[EV_OFFCORE_RD] * cache_line / seconds, False)
     if counters is not None and simulated:
-        return Derived(counters[SIM_OFFCORE_READ_BYTES] / t_cpu, False, True)
-    return Derived(nest.fetch_bytes / t_cpu, True)
+        return Derived(counters[SIM_OFFCORE_READ_BYTES] / seconds, False, True)
+    return Derived(nest.fetch_bytes / seconds, True)
 
 
 def store_bound(counters: Mapping[str, float] | None) -> Derived:
@@ -112,6 +115,7 @@ def pim_document(
     """The complete JSON document of a PIM solve (see the module docstring)."""
     spec = hw.pim
     counters = profile.counters or {}
+    counted = profile.counter_seconds if counters else {}
     sources = results[0].placement.instance.pim_time_sources if results else {}
     nests = []
     for n in profile.nests:
@@ -121,7 +125,9 @@ def pim_document(
         row["t_pim"] = {str(r.cores): r.placement.instance.pim_time(n.id) for r in results}
         row["t_pim_source"] = sources.get(n.id, MODEL_SOURCE)
         row["counters"] = counters.get(n.id)
-        row["read_bandwidth"] = read_bandwidth(n, t, counters.get(n.id), spec.cache_line).to_json()
+        row["read_bandwidth"] = read_bandwidth(
+            n, t, counters.get(n.id), spec.cache_line, counted.get(n.id)
+        ).to_json()
         row["store_bound"] = store_bound(counters.get(n.id)).to_json()
         nests.append(row)
     per_core = []
@@ -381,9 +387,12 @@ def summary_lines(
             f" counter is missing; {use}"
         )
     if simulated_any:
+        counted = profile.counter_seconds if profile.counters else {}
+        over = ("the compiled program's time (the program simulated; T_cpu is ONNX Runtime's)"
+                if counted != dict(profile.t_cpu) else "T_cpu")  # fmt: skip
         lines.append(
             "~ simulated, not measured: from a callgrind cache simulation of the program"
-            f" ({_geometry_text(profile)}): BW_read = LL read misses x line / T_cpu (rule C3),"
+            f" ({_geometry_text(profile)}): BW_read = LL read misses x line / {over} (rule C3),"
             " StoreBnd = the share of the simulated cycles spent on LL write misses (rule C4;"
             " see placement.pim.rules)"
         )
@@ -396,10 +405,11 @@ def _nest_rows(
     """The cells of the nest table; whether any read bandwidth is estimated, and whether
     any value is simulated."""
     counters = profile.counters or {}
+    counted = profile.counter_seconds if counters else {}
     rows, estimated, simulated = [], False, False
     for n in profile.nests:
         t = profile.t_cpu[n.id]
-        bw = read_bandwidth(n, t, counters.get(n.id), spec.cache_line)
+        bw = read_bandwidth(n, t, counters.get(n.id), spec.cache_line, counted.get(n.id))
         sb = store_bound(counters.get(n.id))
         estimated |= bw.estimated
         simulated |= bw.simulated or sb.simulated

@@ -7,7 +7,12 @@
   :func:`placement.devices.pim.t_pim_min`); C2 ``N_iter >= N_core`` (Eq. 4).
   A nest failing either stays on the host; stage 2 is not evaluated.
 * stage 2, ``g_mem = C3 or C4`` (Eq. 5):
-  C3 ``BW_read = n_rd * L / T_cpu > theta`` (Eq. 6);
+  C3 ``BW_read = n_rd * L / T_cpu > theta`` (Eq. 6), where ``T_cpu`` is the elapsed time
+  of the program the counters were counted on (``counter_seconds``; the nest's ``T_cpu``
+  unless given). The two differ with ONNX Runtime host times: the counters then come
+  from the compiled program, whose traffic over ONNX Runtime's time is a bandwidth no
+  program achieved (the compiled, untiled 2048^3 matmul's L2 misses over ONNX Runtime's
+  7x shorter time read as 380 GB/s on a host with ~5 GB/s of DRAM bandwidth);
   C4 ``StoreBound = c_store / c_backend > sigma`` (Eq. 7), where, following the
   paper's text, ``c_backend`` is the sum of the three backend-bound events
   (``CYCLE_ACTIVITY.STALLS_TOTAL``, ``EXE_ACTIVITY.1_PORTS_UTIL``,
@@ -72,7 +77,8 @@ unchanged. The decision is then copied to every nest of the node.
 
 Aggregation (what a measurement around the whole operator would report):
 
-* ``T_cpu(r) = sum T_cpu(n)``: one timing region covers all its nests.
+* ``T_cpu(r) = sum T_cpu(n)``: one timing region covers all its nests; likewise the
+  counted program's time C3 divides by (``counter_seconds``).
 * Counters: each Table 1 event is summed over the nests (one counter read around the
   operator). So ``BW_read(r) = sum n_rd * L / sum T_cpu`` (C3) and ``StoreBound(r) =
   sum c_store / sum c_backend`` (C4) -- ratios of sums, not means of ratios. An event
@@ -207,8 +213,10 @@ def decide(
     n_cores: int | None = None,
     *,
     allow_estimates: bool = False,
+    counter_seconds: float | None = None,
 ) -> RuleDecision:
-    """Apply Eqs. 1-7 to one nest; the record names the deciding condition."""
+    """Apply Eqs. 1-7 to one nest; the record names the deciding condition.
+    ``counter_seconds``: the counted program's time for C3 (module docstring)."""
     cores = check_cores(spec.cores if n_cores is None else n_cores)
     events = _normalize(counters, nest.id)
 
@@ -231,7 +239,9 @@ def decide(
 
     # Stage 2 (Eq. 5): C3 or C4.
     assert t_cpu is not None  # C1 passed
-    c3 = _c3(nest, t_cpu, events, spec, allow_estimates)
+    if counter_seconds is not None:
+        _check_time(counter_seconds, nest.id, "counted-program time")
+    c3 = _c3(nest, t_cpu, events, spec, allow_estimates, counter_seconds)
     c4 = _c4(events, spec)
     conds = (*stage1, c3, c4)
     passed = [c for c in (c3, c4) if c.passed]
@@ -258,13 +268,16 @@ def apply_rule(
     n_cores: int | None = None,
     *,
     allow_estimates: bool = False,
+    counter_seconds: Mapping[str, float] | None = None,
 ) -> dict[str, RuleDecision]:
     """The rule's decision for every nest, keyed by nest id, in program order."""
     counters = counters or {}
+    seconds = counter_seconds or {}
     return {
         n.id: decide(
-            n, t_cpu.get(n.id), counters.get(n.id), spec, n_cores, allow_estimates=allow_estimates
-        )
+            n, t_cpu.get(n.id), counters.get(n.id), spec, n_cores,
+            allow_estimates=allow_estimates, counter_seconds=seconds.get(n.id),
+        )  # fmt: skip
         for n in nests
     }
 
@@ -273,7 +286,10 @@ def rule_placement(
     instance: PimInstance, *, allow_estimates: bool = False
 ) -> dict[str, RuleDecision]:
     """The rule applied to a :class:`~placement.pim.instance.PimInstance` (its counters, if any)."""
-    return apply_rule(*_rule_inputs(instance), allow_estimates=allow_estimates)
+    return apply_rule(
+        *_rule_inputs(instance), allow_estimates=allow_estimates,
+        counter_seconds=instance.counter_seconds,
+    )  # fmt: skip
 
 
 # --- conditions -----------------------------------------------------------------------
@@ -303,15 +319,20 @@ def _c2(nest: LoopNest, cores: int) -> Condition:
 
 
 def _c3(
-    nest: LoopNest, t_cpu: float, events: dict[str, float], spec: PimSpec, allow_estimates: bool
-) -> Condition:
+    nest: LoopNest, t_cpu: float, events: dict[str, float], spec: PimSpec, allow_estimates: bool,
+    counter_seconds: float | None = None,
+) -> Condition:  # fmt: skip
     theta = spec.theta
     simulated = False
+    counted = t_cpu if counter_seconds is None else counter_seconds
+    if (EV_OFFCORE_RD in events or SIM_OFFCORE_READ_BYTES in events) and counted <= 0:
+        text = "the counted program's time is 0: no bandwidth"
+        return Condition("C3", None, text, None, theta, summary=text)
     if EV_OFFCORE_RD in events:
-        bw = events[EV_OFFCORE_RD] * spec.cache_line / t_cpu  # Eq. 6
+        bw = events[EV_OFFCORE_RD] * spec.cache_line / counted  # Eq. 6
         estimated = False
     elif SIM_OFFCORE_READ_BYTES in events:
-        bw = events[SIM_OFFCORE_READ_BYTES] / t_cpu  # simulated n_rd * L (module docstring)
+        bw = events[SIM_OFFCORE_READ_BYTES] / counted  # simulated n_rd * L (module docstring)
         estimated, simulated = False, True
     elif allow_estimates:
         bw = nest.fetch_bytes / t_cpu  # documented estimate, never silent
@@ -370,9 +391,9 @@ def _normalize(counters: Mapping[str, float] | None, nest_id: str) -> dict[str, 
     return out
 
 
-def _check_time(t: float, nest_id: str) -> None:
+def _check_time(t: float, nest_id: str, what: str = "T_cpu") -> None:
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-        raise PlacementError(f"nest {nest_id!r}: T_cpu must be a time >= 0 s, got {t!r}")
+        raise PlacementError(f"nest {nest_id!r}: {what} must be a time >= 0 s, got {t!r}")
 
 
 def _est(c: Condition) -> str:
@@ -395,6 +416,7 @@ class OperatorRegion:
     nest: LoopNest  # the aggregate, fed to placement.pim.rules.decide
     t_cpu: float | None  # None when any nest of the region has no measured time
     counters: dict[str, float] | None  # summed events present for every nest; None if none
+    counter_seconds: float | None = None  # summed counted-program time (C3), None: t_cpu
 
 
 def operator_groups(nests: Sequence[LoopNest]) -> list[list[LoopNest]]:
@@ -418,6 +440,7 @@ def aggregate_region(
     counters: Mapping[str, Mapping[str, float] | None] | None,
     *,
     n_iter: str = "max",
+    counter_seconds: Mapping[str, float] | None = None,
 ) -> OperatorRegion:
     """The region of ``nests`` (one node's nests) as described in the module docstring."""
     if not nests:
@@ -455,7 +478,10 @@ def aggregate_region(
         common = set(per_nest[0]).intersection(*per_nest[1:])
         if common:
             summed = {e: math.fsum(c[e] for c in per_nest) for e in sorted(common)}
-    return OperatorRegion(first.onnx_node, ids, aggregate, total, summed)
+    counted = None
+    if counter_seconds is not None and all(i in counter_seconds for i in ids):
+        counted = math.fsum(counter_seconds[i] for i in ids)
+    return OperatorRegion(first.onnx_node, ids, aggregate, total, summed, counted)
 
 
 def operator_regions(
@@ -464,9 +490,13 @@ def operator_regions(
     counters: Mapping[str, Mapping[str, float] | None] | None = None,
     *,
     n_iter: str = "max",
+    counter_seconds: Mapping[str, float] | None = None,
 ) -> list[OperatorRegion]:
     """Every operator region of the program, in program order of first nest."""
-    return [aggregate_region(g, t_cpu, counters, n_iter=n_iter) for g in operator_groups(nests)]
+    return [
+        aggregate_region(g, t_cpu, counters, n_iter=n_iter, counter_seconds=counter_seconds)
+        for g in operator_groups(nests)
+    ]
 
 
 def apply_operator_rule(
@@ -478,13 +508,16 @@ def apply_operator_rule(
     *,
     allow_estimates: bool = False,
     n_iter: str = "max",
+    counter_seconds: Mapping[str, float] | None = None,
 ) -> dict[str, RuleDecision]:
     """Nest id -> the decision of its operator's region (program order of ``nests``)."""
     by_nest: dict[str, RuleDecision] = {}
-    for region in operator_regions(nests, t_cpu, counters, n_iter=n_iter):
+    regions = operator_regions(nests, t_cpu, counters, n_iter=n_iter,
+                               counter_seconds=counter_seconds)  # fmt: skip
+    for region in regions:
         d = decide(
             region.nest, region.t_cpu, region.counters, spec, n_cores,
-            allow_estimates=allow_estimates,
+            allow_estimates=allow_estimates, counter_seconds=region.counter_seconds,
         )  # fmt: skip
         where = f"operator {region.node or region.nest_ids[0]} ({len(region.nest_ids)} nests)"
         for nid in region.nest_ids:
@@ -500,8 +533,9 @@ def operator_rule_placement(
 ) -> dict[str, RuleDecision]:
     """:func:`apply_operator_rule` on a :class:`~placement.pim.instance.PimInstance`."""
     return apply_operator_rule(
-        *_rule_inputs(instance), allow_estimates=allow_estimates, n_iter=n_iter
-    )
+        *_rule_inputs(instance), allow_estimates=allow_estimates, n_iter=n_iter,
+        counter_seconds=instance.counter_seconds,
+    )  # fmt: skip
 
 
 def _rule_inputs(instance: PimInstance) -> tuple[Any, ...]:

@@ -132,6 +132,36 @@ class NestProfile:
     def cpu_only(self) -> float:
         return math.fsum(self.t_cpu.values())
 
+    @property
+    def counter_seconds(self) -> dict[str, float]:
+        """Per nest, the time of the program its counters were counted on: rule C3's
+        denominator (Eq. 6 divides a region's traffic by its own elapsed time).
+
+        With ``ort`` host times the profile's counters come from the compiled program, not
+        from ONNX Runtime, so this is the compiled program's JIT time
+        (``host_times_detail.jit_seconds``); dividing its traffic by ONNX Runtime's time
+        would give a bandwidth no program achieved. Otherwise, and for counters loaded
+        from a file (``FILE``: what was counted is unknown), it is ``t_cpu``.
+        """
+        if self.host_times != "ort" or self.counter_source not in (MEASURED, SIMULATED):
+            return dict(self.t_cpu)
+        jit = (self.metadata.get("host_times_detail") or {}).get("jit_seconds")
+        where = self.source or "the nest profile"
+        if not isinstance(jit, dict):
+            raise PlacementError(
+                f"{where}: ort host times with {self.counter_source} counters need"
+                " 'metadata.host_times_detail.jit_seconds' (the counted program's times)"
+            )
+        out = {}
+        for n in self.nests:
+            t = jit.get(n.id)
+            if not is_nonnegative_number(t):
+                raise PlacementError(
+                    f"{where}: 'jit_seconds' of nest {n.id!r} must be a time >= 0 s, got {t!r}"
+                )
+            out[n.id] = float(t)
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT_NAME,
