@@ -55,8 +55,10 @@ def phase_limit(seconds: float) -> float:
 
 
 def end_reserve(instance: CimInstance) -> float:
-    """Seconds kept back for extraction, re-timing and verification (linear in size)."""
-    return 0.1 + 2e-5 * (len(instance.operators) + len(instance.edges))
+    """Seconds kept back for extraction, re-timing and verification (linear in size; a
+    decomposed 10,000-operator fork-join graph spent ~1.1 s outside its solve phase on
+    this 2-core VM at load 1.5: 1.2 s are kept for its 22,000 operators and edges)."""
+    return 0.1 + 5e-5 * (len(instance.operators) + len(instance.edges))
 
 
 def build_estimate(instance: CimInstance) -> float:

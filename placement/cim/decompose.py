@@ -35,6 +35,7 @@ verifies it like any other placement.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -311,6 +312,7 @@ def _point(sub: CimInstance, block: Block, budget: int, schedule: CimSchedule,
 
 FrontierKey = tuple[int, "bool | None", "bool | None"]  # block index, entry and exit devices
 Pick = tuple[FrontierKey, int]  # a frontier and a point index (upper) or a room (lower)
+_Chain = "tuple[Pick, _Chain] | None"  # picks, last first
 
 
 def _cut_cost(instance: CimInstance, cut: str | None, on: bool | None) -> tuple[float, int]:
@@ -332,11 +334,13 @@ def _program(
 ) -> tuple[float, tuple[Pick, ...]]:
     """The least total over the blocks: per frontier, ``choices`` are (label, crossbars,
     window) options; a state is the device of the current cut and the crossbars so far,
-    and only states that no state with fewer crossbars matches are kept."""
+    and only states that no state with fewer crossbars matches are kept. A state's picks
+    are a linked list (pick, picks before it), unwound once at the end: copying a tuple
+    per state made the program quadratic in the number of blocks."""
     budget = instance.crossbar_budget
-    states: dict[bool | None, dict[int, tuple[float, tuple[Pick, ...]]]] = {None: {0: (0.0, ())}}
+    states: dict[bool | None, dict[int, tuple[float, _Chain]]] = {None: {0: (0.0, None)}}
     for k, block in enumerate(blocks):
-        reached: dict[bool | None, dict[int, tuple[float, tuple[Pick, ...]]]] = {}
+        reached: dict[bool | None, dict[int, tuple[float, _Chain]]] = {}
         for entry_on, table in states.items():
             for exit_on in _exit_devices(instance, block):
                 key = (k, entry_on, exit_on)
@@ -351,9 +355,15 @@ def _program(
                         candidate = value + window + cost
                         best = target.get(total)
                         if best is None or candidate < best[0]:
-                            target[total] = (candidate, (*picks, (key, label)))
+                            target[total] = (candidate, ((key, label), picks))
         states = {device: _undominated(table) for device, table in reached.items()}
-    return min((v for table in states.values() for v in table.values()), key=lambda v: v[0])
+    value, chain = min((v for table in states.values() for v in table.values()),
+                       key=lambda v: v[0])  # fmt: skip
+    picks: list[Pick] = []
+    while chain is not None:
+        pick, chain = chain
+        picks.append(pick)
+    return value, tuple(reversed(picks))
 
 
 def _undominated(table: dict[int, tuple]) -> dict[int, tuple]:
@@ -460,8 +470,11 @@ def decompose(
         entry_devices = exits
     rounds = 0
     while True:
+        tick = time.perf_counter()
         upper, picks = best_combination(instance, blocks, frontiers)
         lower, split_rooms = certified_bound(instance, blocks, frontiers)
+        # the next round ends with these two again: keep their time back from its solves
+        evaluation = time.perf_counter() - tick
         if bounds is not None:
             bounds(upper, lower)
         if upper - lower <= rel_gap * upper + 1e-15:
@@ -473,6 +486,8 @@ def decompose(
             ended = "optimal"
             break
         now = left()
+        if now is not None:
+            now -= evaluation
         if now is not None and now <= 0.0:
             ended = "out of time"
             break
@@ -482,7 +497,9 @@ def decompose(
         for front, room in todo:
             share = None
             if round_end is not None:
-                time_left = left() or 0.0
+                time_left = (left() or 0.0) - evaluation
+                if time_left <= 0.0:  # out of time: even a skipped block solve costs work
+                    break
                 share = max(time_left - round_end, 0.0) * len(front.block.operators) / weight
                 # most block solves end far below their share: a small share would only
                 # keep the solver from starting
@@ -493,6 +510,10 @@ def decompose(
                 front.learn(budget, solve_block, share)
                 solved += 1
         if not solved:
+            out = left()
+            if out is not None and out - evaluation <= 0.0:
+                ended = "out of time"
+                break
             ended = "block solves that ended at their time limit leave a gap"
             break
         rounds += 1
