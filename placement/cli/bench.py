@@ -40,7 +40,8 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
                        help=f"comma-separated, of {', '.join(FORMULATION_NAMES)}"
                        " (default faithful,tightened)")
     bench.add_argument("--solvers", default="highs",
-                       help=f"comma-separated, of {', '.join(MODES)} (default highs)")
+                       help=f"comma-separated, of {', '.join(MODES)} (default highs; auto:"
+                       " placement solve's defaults, formulation and method auto too)")
     bench.add_argument("--skip-unavailable", action="store_true",
                        help="record unavailable solvers as 'unavailable' rows instead of failing")
     bench.add_argument("--time-limit", type=float, default=60.0, help="per run, s (default 60)")

@@ -93,6 +93,28 @@ def test_bench_end_to_end_writes_verified_rows(capsys, tmp_path):
     assert code == 0 and "profile reused" in err
 
 
+@pytest.mark.integration
+def test_bench_auto_is_the_product_default_beside_faithful(capsys, tmp_path):
+    """``--solvers auto`` runs what ``placement solve`` runs; both proven optima agree."""
+    out = tmp_path / "bench"
+    code, _, err = run(
+        capsys, "bench", INT8, "--grid", "25,100x50", "--formulations", "faithful",
+        "--solvers", "highs,auto", "--time-limit", "20", "--solver-threads", "1",
+        "--profile-runs", "3", "-o", out,
+    )
+    assert code == 0, err
+    with (out / "runs.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert sorted((r["formulation"], r["solver"]) for r in rows) == [
+        ("auto", "auto"), ("auto", "auto"), ("faithful", "highs"), ("faithful", "highs")]
+    for crossbars in ("25", "100"):
+        pair = {r["solver"]: r for r in rows if r["crossbars"] == crossbars}
+        assert all(r["status"] == "optimal" and r["verified"] == "True" for r in pair.values())
+        auto, faithful = float(pair["auto"]["objective_s"]), float(pair["highs"]["objective_s"])
+        assert auto == pytest.approx(faithful, rel=2e-4)
+        assert pair["auto"]["message"].startswith("ran ")  # what auto stood for
+
+
 @pytest.mark.unit
 def test_bench_unknown_solver_is_one_clear_line(capsys, tmp_path):
     code, _, err = run(capsys, "bench", INT8, "--solvers", "highs,nosuch", "-o", tmp_path)
