@@ -34,6 +34,7 @@ verifies it like any other placement.
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -209,6 +210,9 @@ class Frontier:
     points: list[FrontierPoint]
     tried: dict[int, float | None] = field(default_factory=dict)  # budget -> time limit
     solves: int = 0
+    # the crossbar counts a placement of the block can use (subset sums up to ``top``):
+    # f(r) = f(the largest of them <= r), so bounds and solves only matter at these
+    sums: tuple[int, ...] = (0,)
 
     @classmethod
     def start(cls, instance: CimInstance, block: Block, entry_on: bool | None,
@@ -233,8 +237,18 @@ class Frontier:
         ends = {ENTRY: entry_on, EXIT: exit_on}
         on_host = {v: True if ends.get(v) is None else bool(ends[v]) for v in order}
         everything_on_host = asap_schedule(sub, on_host, [v for v in order if on_host[v]])
+        reachable = 1  # bit s set: some subset of the block's CIM operators uses s crossbars
+        for v in block.operators:
+            if CIM in devices_of(instance, v):
+                reachable |= reachable << sub.by_name[v].crossbars
+        reachable &= (1 << (top + 1)) - 1
+        sums = tuple(s for s in range(top + 1) if reachable >> s & 1)
         return cls(instance, block, entry_on, exit_on, top, floors,
-                   [_point(sub, block, 0, everything_on_host, floors[0])])  # fmt: skip
+                   [_point(sub, block, 0, everything_on_host, floors[0])], sums=sums)  # fmt: skip
+
+    def snap(self, room: int) -> int:
+        """The most crossbars a placement within ``room`` can use: f(room) = f(snap)."""
+        return self.sums[bisect.bisect_right(self.sums, min(room, self.top)) - 1]
 
     def floor(self, room: int) -> float:
         return self.floors[max(r for r in self.floors if r <= room)]
@@ -245,15 +259,17 @@ class Frontier:
 
     def lower(self, room: int) -> float:
         """A lower bound of f(room): a bound found with at least that many crossbars."""
-        room = min(room, self.top)
+        room = self.snap(room)
         return max([self.floor(room), *(p.bound for p in self.points if p.budget >= room)])
 
     def known(self, room: int, rel_gap: float) -> bool:
         return self.lower(room) >= self.upper(room) * (1 - rel_gap) - 1e-15
 
     def rooms(self) -> list[int]:
-        """Where :meth:`lower` may change: at a floor, one above each budget solved with."""
-        solved = (p.budget + 1 for p in self.points if p.budget < self.top)
+        """Where :meth:`lower` may change: at a floor, and at the next usable count above
+        each budget solved with (a bound found with b crossbars holds up to it)."""
+        solved = (self.sums[bisect.bisect_right(self.sums, p.budget)] for p in self.points
+                  if p.budget < self.sums[-1])  # fmt: skip
         return sorted({*(r for r in self.floors if r <= self.top), *solved})
 
     def budget_to_learn(self, room: int, seconds: float | None) -> int | None:
@@ -261,8 +277,8 @@ class Frontier:
         can use first (its bound holds for every r), then ``room`` itself. A budget solved
         before comes again only if that solve ended at its time limit and ``seconds`` is at
         least twice what it had; None when there is nothing to learn here in that time."""
-        room = min(room, self.top)
-        for budget in (self.top, room):
+        room = self.snap(room)
+        for budget in (self.sums[-1], room):
             if budget not in self.tried:
                 return budget
             if not any(p.proven for p in self.points if p.budget == budget):
