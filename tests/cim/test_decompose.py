@@ -19,6 +19,7 @@ from placement.cim.decompose import (
     ENTRY,
     EXIT,
     HOST,
+    Frontier,
     block_instance,
     cut_operators,
     decompose,
@@ -122,6 +123,31 @@ def test_combining_exact_blocks_gives_the_brute_force_optimum(seed):
     assert done.schedule.makespan == pytest.approx(best, rel=1e-9)
     assert done.lower_bound == pytest.approx(best, rel=1e-9)
     assert verify_cim(inst, done.schedule).ok
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(6))
+def test_a_frontier_bounds_every_budget_from_the_counts_placements_can_use(seed):
+    """Crossbar counts with gaps (3, 7, 12): a solve at one budget bounds f(r) up to the
+    next count a placement can use; checked against the brute force at every r."""
+    rng = random.Random(300 + seed)
+    inst = block_structured_instance(rng, 2, width=3, depth=2, budget_share=1.0)
+    ops = [CimOperator(op.name, op.t_host, op.t_acc, rng.choice([3, 7, 12]))
+           if op.supported else op for op in inst.operators]  # fmt: skip
+    inst = CimInstance.build(ops, inst.edges, sum(op.crossbars for op in ops))
+    block = max(split(inst)[0], key=lambda b: len(b.operators))
+    front = Frontier.start(inst, block, HOST, HOST)
+    counts = {0}
+    for v in block.operators:
+        if inst.by_name[v].supported:
+            counts |= {c + inst.by_name[v].crossbars for c in counts}
+    assert front.sums == tuple(sorted(c for c in counts if c <= front.top))
+    for budget in rng.sample(range(front.top + 1), 3):
+        front.learn(budget, exact_block_solver, None)
+    for room in range(front.top + 1):
+        best = brute_force_makespan(block_instance(inst, block, HOST, HOST, room))[0]
+        assert front.lower(room) <= best * (1 + 1e-9) <= front.upper(room) * (1 + 2e-9)
+        assert front.snap(room) <= room and front.snap(room) in counts
 
 
 @pytest.mark.unit
