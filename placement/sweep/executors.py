@@ -139,9 +139,13 @@ def connect(address: str, timeout: float = 10.0) -> Any:
         _discard(client)
         if not isinstance(exc, Exception):
             raise
+        # a peer that is not a Dask scheduler (a proxy, another service) answers bytes
+        # that distributed decodes as a frame length of exabytes
+        reason = ("something answered there, but not in Dask's protocol"
+                  if isinstance(exc, MemoryError) else first_line(exc))  # fmt: skip
         raise PlacementError(
             f"cannot connect to the Dask scheduler at {address} within {timeout:g} s"
-            f" ({first_line(exc)}); check --scheduler, or raise --scheduler-timeout"
+            f" ({reason}); check --scheduler, or raise --scheduler-timeout"
         ) from None
     try:
         client.wait_for_workers(1, timeout=timeout)

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,40 @@ def test_a_scheduler_that_does_not_answer_is_one_line_and_nothing_after(tmp_path
         f"placement: error: cannot connect to the Dask scheduler at tcp://127.0.0.1:{port}"
         " within 1 s"
     )
+    assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.integration
+def test_a_service_that_is_not_a_scheduler_is_named_so(tmp_path):
+    """Something else listening (here: an HTTP-like reply) is not reported as the
+    exabyte allocation distributed attempts when it decodes the reply as a frame."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+
+    def answer() -> None:
+        with server:
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n" * 8)
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        run = sweep_in_subprocess(tmp_path, "--scheduler", f"127.0.0.1:{port}",
+                                  "--scheduler-timeout", "3")  # fmt: skip
+    finally:
+        server.close()
+    assert run.returncode == 1
+    assert run.stderr.splitlines() == [
+        f"placement: error: cannot connect to the Dask scheduler at tcp://127.0.0.1:{port}"
+        " within 3 s (something answered there, but not in Dask's protocol); check"
+        " --scheduler, or raise --scheduler-timeout"
+    ]
     assert not (tmp_path / "sweep").exists()
 
 
