@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 
-from pim_paper_verdicts import CORES
+from pim_verdict_jobs import CORES
 from pim_verdict_runs import (
     DIFFERS,
     HOLDS,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from pim_paper_verdicts import CORES, Job, fig_size
+from pim_verdict_jobs import CORES, Job, fig_size
 
 from placement.hardware.pim import load_pim_hardware
 from placement.pim import instance as pim_instance

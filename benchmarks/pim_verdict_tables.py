@@ -12,7 +12,6 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from pim_paper_verdicts import FIG_SIZES, QUICK, SOURCES, TABLE4_SIZES, TABLE5, Job
 from pim_verdict_claims import (
     best_speedup,
     c4_alone,
@@ -44,6 +43,7 @@ from pim_verdict_claims import (
     transcendental_stage2,
     trend_cell,
 )  # fmt: skip
+from pim_verdict_jobs import FIG_SIZES, QUICK, SOURCES, TABLE4_SIZES, TABLE5, Job
 from pim_verdict_runs import (
     C_T45,
     DIFFERS,
