@@ -50,6 +50,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from placement.bench.choices import (
+    CP_MODES,
+    FORMULATION_NAMES,
+    GRIDS,
+    MODES,
+    PRODUCT_MODE,
+)
 from placement.bench.summary import (
     LICENCE_STATUS,
     UNAVAILABLE_STATUS,
@@ -70,18 +77,7 @@ from placement.profiling.host_profile import HostProfile
 from placement.profiling.memory import check_model_memory
 from placement.profiling.ort.measure import profile_model
 from placement.solvers.base import SolverError, SolveResult
-from placement.solvers.registry import MIP_BACKENDS
 
-PAPER_CROSSBARS: tuple[int, ...] = (25, 50, 100, 200)
-PAPER_T_MVM_NS: tuple[float, ...] = (50.0, 100.0, 500.0, 1000.0)
-GRIDS: dict[str, tuple[tuple[int | None, float | None], ...]] = {
-    "paper": tuple((c, t) for c in PAPER_CROSSBARS for t in PAPER_T_MVM_NS),
-    "single": ((None, None),),  # the preset's own crossbars and MVM latency
-}
-FORMULATION_NAMES = ("faithful", "bounded", "tightened", "auto")
-CP_MODES = ("cpsat", "cpsat+highs")
-PRODUCT_MODE = "auto"  # placement solve's defaults: formulation, solver and method auto
-MODES = (*MIP_BACKENDS, *CP_MODES, PRODUCT_MODE)
 COLUMNS = (
     "network", "onnx", "hardware", "crossbars", "t_mvm_ns", "formulation", "solver", "repeat",
     "operators", "edges", "parallel_pairs", "variables", "binaries", "constraints",

@@ -22,7 +22,7 @@ COMMAND = Command(
 
 
 def add_arguments(bench: argparse.ArgumentParser) -> None:
-    from placement.bench.run import FORMULATION_NAMES, GRIDS, MODES
+    from placement.bench.choices import FORMULATION_NAMES, GRIDS, MODES
 
     bench.add_argument(
         "networks",

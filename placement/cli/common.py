@@ -24,7 +24,6 @@ from placement.profiling.ort.robust import AUTO_TIME_BUDGET, AUTO_TOLERANCE, par
 EXIT_ERROR = 1  # bad input, solver failure, failed verification
 EXIT_USAGE = 2  # argparse's own code for bad command lines
 EXIT_NO_SOLUTION = 3  # time limit reached before any placement was found
-EXIT_INTERRUPTED = 130  # Ctrl-C
 EPILOG = (
     "exit codes: 0 success (a time-limited solve prints its gap and a warning), 1 error,"
     " 2 usage error, 3 time limit reached without any placement"

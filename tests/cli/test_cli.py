@@ -260,3 +260,23 @@ def test_auto_solver_uses_cpsat_then_highs_only_on_branched_graphs():
     assert auto(chain) == "highs"
     assert auto(branched, warm_start=False) == "highs"
     assert auto(branched, solver="scip") == "scip"
+
+
+@pytest.mark.unit
+def test_the_parser_loads_no_solver_onnx_runtime_or_pyomo():
+    """``placement --help`` and every usage error stay fast: building the parser imports
+    none of the heavy libraries (a fresh interpreter, so other tests cannot hide one)."""
+    code = ("import sys; from placement.cli import build_parser; build_parser();"
+            " print(sorted(m for m in ('onnx', 'onnxruntime', 'pyomo', 'highspy', 'torch_mlir',"
+            " 'networkx', 'ortools') if m in sys.modules))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    assert out.strip() == "[]"
+
+
+@pytest.mark.unit
+def test_bench_modes_name_every_mip_backend():
+    from placement.bench.choices import MIP_MODES
+    from placement.solvers.registry import MIP_BACKENDS
+
+    assert MIP_MODES == MIP_BACKENDS
