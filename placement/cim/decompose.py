@@ -52,6 +52,11 @@ ENTRY, EXIT = "__entry__", "__exit__"
 BlockSolver = Callable[
     [CimInstance, "float | None", "list[CimSchedule]"], tuple[CimSchedule, float]
 ]
+#: Several block solves at once (each as for :data:`BlockSolver`), results in order.
+BatchSolver = Callable[
+    [list[tuple[CimInstance, "float | None", "list[CimSchedule]"]]],
+    list[tuple[CimSchedule, float]],
+]
 
 
 @dataclass(frozen=True)
@@ -290,10 +295,20 @@ class Frontier:
     def learn(self, budget: int, solve_block: BlockSolver, seconds: float | None) -> None:
         """Solve the block with at most ``budget`` crossbars, from the best placement known
         to fit; keep its placement and bound."""
+        sub, starts = self.task(budget)
+        self.record(budget, sub, *solve_block(sub, seconds, starts), seconds)
+
+    def task(self, budget: int) -> tuple[CimInstance, list[CimSchedule]]:
+        """What a solve with at most ``budget`` crossbars needs: the block instance and
+        the best placement known to fit, as a start."""
         sub = block_instance(self.instance, self.block, self.entry_on, self.exit_on, budget)
         fits = [p for p in self.points if p.used <= budget and p.on_host]
         starts = [self._schedule(sub, min(fits, key=lambda p: p.window))] if fits else []
-        schedule, bound = solve_block(sub, seconds, starts)
+        return sub, starts
+
+    def record(self, budget: int, sub: CimInstance, schedule: CimSchedule, bound: float,
+               seconds: float | None) -> None:  # fmt: skip
+        """Keep what a solve of :meth:`task` (within ``seconds``) found."""
         schedule = _pinned(sub, schedule, self.entry_on, self.exit_on)
         self.points.append(_point(sub, self.block, budget, schedule,
                                   max(bound, self.floor(budget))))  # fmt: skip
@@ -467,6 +482,8 @@ def decompose(
     blocks_and_cuts: tuple[list[Block], list[str]] | None = None,
     progress: Callable[[str], None] | None = None,
     bounds: Callable[[float, float], None] | None = None,
+    solve_batch: BatchSolver | None = None,
+    parallel: int = 1,
 ) -> Decomposed:
     """Solve ``instance`` block by block until the combination is proven within
     ``rel_gap``, nothing more can be learnt, or ``left()`` (the time left, None: no
@@ -474,7 +491,10 @@ def decompose(
     ``bounds`` the combination's makespan and certified lower bound before each. In
     a round, each block solve may take a share
     of :data:`ROUND_SHARE` of the time left, by its number of operators, but at least
-    :data:`MIN_BLOCK_SECONDS` while any time is left."""
+    :data:`MIN_BLOCK_SECONDS` while any time is left. With ``solve_batch`` (which runs
+    ``parallel`` solves at a time), a round's block solves go to it at once, each with
+    ``parallel`` times its share; the blocks are independent, so what each learns
+    does not depend on the others of its round."""
     blocks, cuts = blocks_and_cuts or split(instance)
     frontiers: dict[FrontierKey, Frontier] = {}
     entry_devices: list[bool | None] = [None]
@@ -509,22 +529,25 @@ def decompose(
             break
         weight = float(sum(len(front.block.operators) for front, _ in todo))
         round_end = None if now is None else now * (1 - ROUND_SHARE)
-        solved = 0
-        for front, room in todo:
-            share = None
-            if round_end is not None:
-                time_left = (left() or 0.0) - evaluation
-                if time_left <= 0.0:  # out of time: even a skipped block solve costs work
-                    break
-                share = max(time_left - round_end, 0.0) * len(front.block.operators) / weight
-                # most block solves end far below their share: a small share would only
-                # keep the solver from starting
-                share = min(time_left, max(share, MIN_BLOCK_SECONDS))
-            weight -= len(front.block.operators)
-            budget = front.budget_to_learn(room, share)
-            if budget is not None:
-                front.learn(budget, solve_block, share)
-                solved += 1
+        if solve_batch is not None:
+            solved = _batch_round(todo, solve_batch, parallel, now, round_end, weight)
+        else:
+            solved = 0
+            for front, room in todo:
+                share = None
+                if round_end is not None:
+                    time_left = (left() or 0.0) - evaluation
+                    if time_left <= 0.0:  # out of time: even a skipped block solve costs work
+                        break
+                    share = max(time_left - round_end, 0.0) * len(front.block.operators) / weight
+                    # most block solves end far below their share: a small share would only
+                    # keep the solver from starting
+                    share = min(time_left, max(share, MIN_BLOCK_SECONDS))
+                weight -= len(front.block.operators)
+                budget = front.budget_to_learn(room, share)
+                if budget is not None:
+                    front.learn(budget, solve_block, share)
+                    solved += 1
         if not solved:
             out = left()
             if out is not None and out - evaluation <= 0.0:
@@ -543,3 +566,26 @@ def decompose(
         sum(1 for s in sizes if s), len(cuts), max(sizes), rounds,
         sum(f.solves for f in frontiers.values()), ended,
     )  # fmt: skip
+
+
+def _batch_round(
+    todo: list[tuple[Frontier, int]], solve_batch: BatchSolver, parallel: int,
+    now: float | None, round_end: float | None, weight: float,
+) -> int:  # fmt: skip
+    """One round's block solves through ``solve_batch``; how many ran."""
+    jobs: list[tuple[Frontier, int, float | None]] = []
+    for front, room in todo:
+        share = None
+        if now is not None and round_end is not None:
+            share = (now - round_end) * parallel * len(front.block.operators) / weight
+            share = min(now, max(share, MIN_BLOCK_SECONDS))
+        budget = front.budget_to_learn(room, share)
+        if budget is not None:
+            jobs.append((front, budget, share))
+    tasks = [(front.task(budget), share) for front, budget, share in jobs]
+    results = solve_batch([(sub, share, starts) for (sub, starts), share in tasks])
+    for (front, budget, share), ((sub, _), _), (schedule, bound) in zip(
+        jobs, tasks, results, strict=True
+    ):
+        front.record(budget, sub, schedule, bound, share)
+    return len(jobs)

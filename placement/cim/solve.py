@@ -41,6 +41,7 @@ from typing import Any, TextIO
 
 import pyomo.environ as pyo
 
+from placement.cim.blockwise import solve_decomposed
 from placement.cim.cpsat import solve_cpsat
 from placement.cim.deadline import (
     CPSAT_SHARE,
@@ -53,7 +54,7 @@ from placement.cim.deadline import (
     end_reserve,
     phase_limit,
 )
-from placement.cim.decompose import Decomposed, decompose, split, trivial_bound
+from placement.cim.decompose import split, trivial_bound
 from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimInstance
 from placement.cim.schedule import CimSchedule, best_start, retime
@@ -213,6 +214,7 @@ def solve(
     method: str = "auto",
     progress: Callable[[str], None] | None = None,
     monitor: SolveMonitor | None = None,
+    workers: int = 1,
 ) -> CimPlacement:
     """Optimal (or, with a time limit, best found) placement of ``instance``, verified.
 
@@ -235,6 +237,8 @@ def solve(
     a line now and then during a long (decomposed) solve; ``monitor`` is told each phase
     as it starts and the incumbent and bound (seconds) as they improve (from the solvers'
     callbacks, HiGHS and CP-SAT; :class:`~placement.solvers.base.SolveMonitor`).
+    ``workers``: processes for the block solves of a decomposition (1: this process;
+    :mod:`placement.cim.blockwise`).
 
     The result's ``options`` record ``formulation``, ``heuristic_makespan`` and
     ``heuristic_seconds`` (when the heuristic ran) and ``start`` (HiGHS's verdict).
@@ -244,6 +248,8 @@ def solve(
     options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads, tee=tee,
                            monitor=monitor)  # fmt: skip
     options.check()
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise PlacementError(f"workers must be a positive integer, got {workers!r}")
     deadline = Deadline(time_limit)
     block_formulation, block_solver = block_choices(formulation, solver)
     formulation = resolve_formulation(instance, formulation)
@@ -253,9 +259,10 @@ def solve(
     given = [("given", s) for s in starts]
     blocks = _decomposition(instance, method, model)
     if blocks is not None:
-        result, schedule = _solve_decomposed(
-            instance, block_formulation, block_solver, options, deadline, given, blocks,
-            warm_start, progress)
+        result, schedule = solve_decomposed(
+            instance, solve, formulation=block_formulation, solver=block_solver,
+            options=options, deadline=deadline, starts=given, blocks_and_cuts=blocks,
+            warm_start=warm_start, progress=progress, workers=workers)  # fmt: skip
     elif solver == "cpsat":
         result, schedule = _cpsat(instance, options, deadline, given)
     elif solver == "cpsat+highs":
@@ -323,77 +330,6 @@ def _decomposition(instance: CimInstance, method: str, model: pyo.ConcreteModel 
         if n < AUTO_DECOMPOSE_MIN_OPERATORS or largest > AUTO_DECOMPOSE_MAX_BLOCK_SHARE * n:
             return None
     return blocks, cuts
-
-
-def _solve_decomposed(
-    instance: CimInstance,
-    formulation: str,
-    solver: str,
-    options: SolveOptions,
-    deadline: Deadline,
-    starts: Sequence[tuple[str, CimSchedule]],
-    blocks_and_cuts,
-    warm_start: bool | None,
-    progress: Callable[[str], None] | None,
-) -> tuple[SolveResult, CimSchedule]:
-    """The decomposition (``placement.cim.decompose``) with each block solved by this
-    pipeline, whole; the result against the best start, with the certified bound."""
-    reserve = end_reserve(instance)
-    sizes: list[ModelSize] = []
-    statuses: dict[str, int] = {}
-
-    def solve_block(
-        sub: CimInstance, limit: float | None, known: list[CimSchedule]
-    ) -> tuple[CimSchedule, float]:
-        if limit is not None and limit < MIN_SOLVE:
-            statuses["not solved (no time)"] = statuses.get("not solved (no time)", 0) + 1
-            return best_start(sub, [("known", s) for s in known])[1], 0.0
-        placed = solve(sub, formulation=formulation, solver=solver, time_limit=limit,
-                       rel_gap=options.rel_gap, threads=options.threads,
-                       warm_start=warm_start, starts=known, method="monolithic")  # fmt: skip
-        sizes.append(placed.result.size)
-        status = placed.result.status.value
-        statuses[status] = statuses.get(status, 0) + 1
-        schedule = placed.schedule or best_start(sub, [("known", s) for s in known])[1]
-        return schedule, placed.result.best_bound or 0.0
-
-    def left() -> float | None:
-        now = deadline.left()
-        return None if now is None else max(now - reserve, 0.0)
-
-    monitor = options.monitor
-    if monitor is not None:
-        monitor.phase("decomposition")
-    tick = time.perf_counter()
-    done: Decomposed = decompose(instance, solve_block, rel_gap=options.rel_gap, left=left,
-                                 blocks_and_cuts=blocks_and_cuts, progress=progress,
-                                 bounds=None if monitor is None else monitor.improved)  # fmt: skip
-    seconds = time.perf_counter() - tick
-    origin, schedule = best_start(instance, starts)
-    if done.schedule.makespan <= schedule.makespan:
-        origin, schedule = "decomposition", done.schedule
-    makespan = schedule.makespan
-    bound = min(done.lower_bound, makespan)
-    gap = max(makespan - bound, 0.0) / makespan if makespan > 0 else 0.0
-    status = SolveStatus.OPTIMAL if gap <= options.rel_gap else SolveStatus.TIME_LIMIT
-    notes = [f"decomposed into {done.blocks} blocks at {done.cuts} cut operators,"
-             f" {done.solves} block solves in {done.rounds} rounds"]  # fmt: skip
-    if status != SolveStatus.OPTIMAL:
-        notes.append(f"stopped: {done.ended}")
-    if origin != "decomposition":
-        notes.append(f"{origin} schedule reported (better than the combination)")
-    size = ModelSize(sum(s.variables for s in sizes), sum(s.binaries for s in sizes),
-                     sum(s.constraints for s in sizes))  # fmt: skip
-    extra = options.recorded() | done.to_json() | {
-        "formulation": formulation, "block_statuses": statuses, "start_from": origin,
-        "phases": [{"phase": "decomposition", "seconds": seconds}],
-    }  # fmt: skip
-    result = SolveResult(
-        status=status, solver=solver, objective=makespan, best_bound=bound, gap=gap,
-        build_seconds=0.0, solve_seconds=seconds, size=size, message="; ".join(notes),
-        options=extra,
-    )  # fmt: skip
-    return result, schedule
 
 
 def solve_mip(

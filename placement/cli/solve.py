@@ -48,7 +48,7 @@ PIM_SOLVERS = ("highs", "scip", "cbc", "gurobi")  # MIP backends; "auto" is HiGH
 # Options that only mean something for one target (defaults are applied by the handler,
 # so that their use with the other target can be detected and refused).
 CIM_ONLY = ("hardware", "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes",
-            "crossbar_size")  # fmt: skip
+            "crossbar_size", "workers")  # fmt: skip
 PIM_ONLY = ("pim_hardware", "pim_cores", "pim_times", "counters", "counters_source", "copy",
             "granularity", "allow_estimates", "host_times", "cache",
             "compare_granularities")  # fmt: skip
@@ -104,6 +104,11 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         " (default): decomposition for graphs of 150 operators or more whose largest"
         " block holds at most half of them",
     )
+    sol.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help="CIM decomposition: solve a round's blocks in N worker processes (default 1:"
+        " in this process; each worker starts in 1-2 s and uses 1 solver thread)",
+    )  # fmt: skip
     sol.add_argument(
         "--no-warm-start",
         dest="warm_start",
@@ -256,6 +261,7 @@ def solve_cim(args: argparse.Namespace) -> int:
             method=method,
             progress=None if args.quiet else lines,
             monitor=monitor,
+            workers=args.workers or 1,
         )
     for line in summary_lines(placement, graph, hw, args.details, meta):
         print(line)

@@ -205,6 +205,31 @@ def test_decomposition_equals_the_monolithic_optimum(seed, solver):
 
 
 @pytest.mark.solver
+def test_block_solves_in_worker_processes_learn_what_one_process_learns():
+    """Two spawned workers: the same rounds, solves and optimum as in this process (the
+    blocks of a round are independent), against the monolithic optimum."""
+    rng = random.Random(77)
+    inst = block_structured_instance(rng, 8, width=3, depth=2, budget_share=0.3)
+    whole = solve(inst, method="monolithic", solver="highs", rel_gap=0.0)
+    alone = solve(inst, method="decomposition", solver="highs", rel_gap=1e-7)
+    pooled = solve(inst, method="decomposition", solver="highs", rel_gap=1e-7, workers=2)
+    assert pooled.verification.ok and pooled.result.status == SolveStatus.OPTIMAL
+    assert pooled.schedule.makespan == pytest.approx(whole.schedule.makespan, rel=1e-6)
+    assert pooled.schedule.makespan == pytest.approx(alone.schedule.makespan, rel=1e-9)
+    for key in ("rounds", "block_solves", "blocks"):
+        assert pooled.result.options[key] == alone.result.options[key]
+    assert pooled.result.options["workers"] == 2 and "2 worker processes" in pooled.result.message
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True])
+def test_workers_must_be_a_positive_integer(workers):
+    inst = block_structured_instance(random.Random(1), 2)
+    with pytest.raises(PlacementError, match="workers must be a positive integer"):
+        solve(inst, workers=workers)
+
+
+@pytest.mark.solver
 def test_cuts_on_the_accelerator_are_chosen_when_they_pay():
     # Two blocks joined at m, much faster on CIM; the transfers around it are small.
     ops = [CimOperator("a", 1e-3), CimOperator("x", 4e-3, 1e-3, 1),

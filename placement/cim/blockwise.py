@@ -1,0 +1,142 @@
+"""The CIM pipeline's decomposed solve: :func:`placement.cim.decompose.decompose` with each
+block solved by the pipeline itself, whole, in this process or in worker processes.
+
+The pipeline (:func:`placement.cim.solve.solve`) passes itself in as ``solve_fn``, so this
+module does not import it: the layers stay a tree. With ``workers > 1`` a round's block
+solves run in that many spawned processes (``spawn``, not ``fork``: the parent may run
+threads, such as the progress line's, that a forked child would inherit half-held); each
+worker imports the pipeline once (about 1-2 s, paid in the first round) and solves with
+one solver thread unless the caller set ``threads``. Blocks are independent, so results
+are the same as in one process, up to what time-limited block solves find in their time.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import ExitStack
+from typing import Any
+
+from placement.cim.deadline import MIN_SOLVE, Deadline, end_reserve
+from placement.cim.decompose import Decomposed, decompose
+from placement.cim.instance import CimInstance
+from placement.cim.schedule import CimSchedule, best_start
+from placement.errors import PlacementError
+from placement.solvers.base import ModelSize, SolveOptions, SolveResult, SolveStatus
+
+NO_TIME = "not solved (no time)"
+BlockOutcome = tuple[CimSchedule, float, "ModelSize | None", str]
+
+
+def block_task(
+    solve_fn: Callable[..., Any],
+    sub: CimInstance,
+    limit: float | None,
+    known: list[CimSchedule],
+    settings: dict[str, Any],
+) -> BlockOutcome:
+    """One block solve (picklable: a worker process runs it): its schedule, its bound,
+    the model size and the status; a limit below the least worth starting is no solve."""
+    if limit is not None and limit < MIN_SOLVE:
+        return best_start(sub, [("known", s) for s in known])[1], 0.0, None, NO_TIME
+    placed = solve_fn(sub, time_limit=limit, starts=known, method="monolithic", **settings)
+    schedule = placed.schedule or best_start(sub, [("known", s) for s in known])[1]
+    return schedule, placed.result.best_bound or 0.0, placed.result.size, placed.result.status.value
+
+
+def solve_decomposed(
+    instance: CimInstance,
+    solve_fn: Callable[..., Any],
+    *,
+    formulation: str,
+    solver: str,
+    options: SolveOptions,
+    deadline: Deadline,
+    starts: Sequence[tuple[str, CimSchedule]],
+    blocks_and_cuts: Any,
+    warm_start: bool | None,
+    progress: Callable[[str], None] | None,
+    workers: int = 1,
+) -> tuple[SolveResult, CimSchedule]:
+    """The decomposition with each block solved by ``solve_fn`` (the pipeline), whole;
+    the result against the best start, with the certified bound."""
+    reserve = end_reserve(instance)
+    sizes: list[ModelSize] = []
+    statuses: dict[str, int] = {}
+    threads = options.threads if options.threads is not None or workers == 1 else 1
+    settings = {"formulation": formulation, "solver": solver, "rel_gap": options.rel_gap,
+                "threads": threads, "warm_start": warm_start}  # fmt: skip
+
+    def keep(outcome: BlockOutcome) -> tuple[CimSchedule, float]:
+        schedule, bound, size, status = outcome
+        if size is not None:
+            sizes.append(size)
+        statuses[status] = statuses.get(status, 0) + 1
+        return schedule, bound
+
+    def solve_block(sub: CimInstance, limit: float | None, known: list[CimSchedule]):
+        return keep(block_task(solve_fn, sub, limit, known, settings))
+
+    def left() -> float | None:
+        now = deadline.left()
+        return None if now is None else max(now - reserve, 0.0)
+
+    monitor = options.monitor
+    if monitor is not None:
+        monitor.phase("decomposition")
+    tick = time.perf_counter()
+    with ExitStack() as stack:
+        solve_batch = None
+        if workers > 1:
+            pool = stack.enter_context(ProcessPoolExecutor(
+                max_workers=workers, mp_context=multiprocessing.get_context("spawn")))
+
+            def solve_batch(jobs):
+                try:
+                    futures = [pool.submit(block_task, solve_fn, sub, limit, known, settings)
+                               for sub, limit, known in jobs]  # fmt: skip
+                    return [keep(f.result()) for f in futures]
+                except BrokenProcessPool as exc:
+                    raise PlacementError(
+                        f"a worker process solving blocks ended abruptly ({exc}); a script"
+                        " that solves with workers > 1 must start from an"
+                        " `if __name__ == \"__main__\":` block (worker processes are"
+                        " spawned and import the script again)"
+                    ) from None
+
+        done: Decomposed = decompose(
+            instance, solve_block, rel_gap=options.rel_gap, left=left,
+            blocks_and_cuts=blocks_and_cuts, progress=progress,
+            bounds=None if monitor is None else monitor.improved,
+            solve_batch=solve_batch, parallel=workers,
+        )  # fmt: skip
+    seconds = time.perf_counter() - tick
+    origin, schedule = best_start(instance, starts)
+    if done.schedule.makespan <= schedule.makespan:
+        origin, schedule = "decomposition", done.schedule
+    makespan = schedule.makespan
+    bound = min(done.lower_bound, makespan)
+    gap = max(makespan - bound, 0.0) / makespan if makespan > 0 else 0.0
+    status = SolveStatus.OPTIMAL if gap <= options.rel_gap else SolveStatus.TIME_LIMIT
+    notes = [f"decomposed into {done.blocks} blocks at {done.cuts} cut operators,"
+             f" {done.solves} block solves in {done.rounds} rounds"
+             + (f" in {workers} worker processes" if workers > 1 else "")]  # fmt: skip
+    if status != SolveStatus.OPTIMAL:
+        notes.append(f"stopped: {done.ended}")
+    if origin != "decomposition":
+        notes.append(f"{origin} schedule reported (better than the combination)")
+    size = ModelSize(sum(s.variables for s in sizes), sum(s.binaries for s in sizes),
+                     sum(s.constraints for s in sizes))  # fmt: skip
+    extra = options.recorded() | done.to_json() | {
+        "formulation": formulation, "block_statuses": statuses, "start_from": origin,
+        "workers": workers, "phases": [{"phase": "decomposition", "seconds": seconds}],
+    }  # fmt: skip
+    result = SolveResult(
+        status=status, solver=solver, objective=makespan, best_bound=bound, gap=gap,
+        build_seconds=0.0, solve_seconds=seconds, size=size, message="; ".join(notes),
+        options=extra,
+    )  # fmt: skip
+    return result, schedule
