@@ -17,6 +17,7 @@ import math
 import os
 import re
 import secrets
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,12 @@ def remove_created(files: Iterable[str | Path], dirs: Iterable[str | Path]) -> N
 FILE_MODE = 0o666
 
 
+#: Set by the command line's Ctrl-C handler. Once set, no output file is completed: a
+#: library may swallow the KeyboardInterrupt the handler raises (a bare ``except`` around
+#: an import), and the command would otherwise run on to its outputs.
+INTERRUPTED = threading.Event()
+
+
 @contextlib.contextmanager
 def replacing(path: Path, suffix: str = ".tmp") -> Iterator[Path]:
     """A new, empty temporary file beside ``path`` to write to; renamed over ``path`` when
@@ -171,6 +178,8 @@ def replacing(path: Path, suffix: str = ".tmp") -> Iterator[Path]:
         raise FileExistsError(f"no free temporary name beside {path}")
     try:
         yield tmp
+        if INTERRUPTED.is_set():
+            raise KeyboardInterrupt
         os.replace(tmp, path)
     finally:
         if tmp.exists():

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
 
 #: Subcommands in the order ``placement --help`` lists them (modules of this package).
 COMMAND_MODULES = ("solve", "profile", "nests", "presets", "sweep", "bench", "export", "report")
@@ -24,23 +27,51 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Everything, the subcommands' imports included, runs inside the handlers below, so
     that Ctrl-C at any moment is one line, never a traceback."""
+    from placement.io import INTERRUPTED
+
+    INTERRUPTED.clear()
+    restore = _catch_sigint(INTERRUPTED)
     try:
         from placement.cli.common import EXIT_ERROR
         from placement.errors import PlacementError
 
         try:
             args = build_parser().parse_args(argv)
-            return args.handler(args)
+            code = args.handler(args)
         except PlacementError as exc:
             print(f"placement: error: {exc}", file=sys.stderr)
-            return EXIT_ERROR
+            code = EXIT_ERROR
+        if not INTERRUPTED.is_set():  # else a library swallowed the KeyboardInterrupt
+            return code
     except KeyboardInterrupt:
         pass
     except ImportError as exc:  # a C extension interrupted while it initialized
         if not _interrupted(exc):
             raise
+    finally:
+        restore()
     print("placement: interrupted", file=sys.stderr)
     return EXIT_INTERRUPTED
+
+
+def _catch_sigint(flag: threading.Event) -> Callable[[], None]:
+    """Ctrl-C sets ``flag`` and raises KeyboardInterrupt, until the returned function
+    puts the previous handler back (nothing is set off the main thread, or where SIGINT
+    is ignored: a command started in the background stays so)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        return lambda: None
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        flag.set()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    # None: the previous handler was not set from Python; the default is the nearest
+    return lambda: signal.signal(signal.SIGINT, previous if previous is not None
+                                 else signal.default_int_handler)
 
 
 def _interrupted(exc: BaseException) -> bool:

@@ -74,3 +74,28 @@ def test_ctrl_c_while_profiling(tmp_path):
             break
     proc.send_signal(signal.SIGINT)
     _assert_interrupted(proc, tmp_path)
+
+
+@pytest.mark.unit
+def test_an_interrupt_a_library_swallowed_still_ends_the_command(capsys, tmp_path, monkeypatch):
+    """A Ctrl-C whose KeyboardInterrupt a library caught (a bare ``except``): the flag
+    the handler set stops every output file and ends the command as interrupted."""
+    from placement.cli import main, presets
+    from placement.io import INTERRUPTED, write_text_atomic
+
+    out = tmp_path / "out.txt"
+
+    def swallowing(args):
+        INTERRUPTED.set()  # what the handler does before it raises
+        try:
+            raise KeyboardInterrupt
+        except BaseException:  # the library's bare except
+            pass
+        write_text_atomic(out, "half of a result\n", "result")
+        return 0
+
+    monkeypatch.setattr(presets, "run", swallowing)
+    assert main(["presets"]) == 130
+    assert capsys.readouterr().err.splitlines() == ["placement: interrupted"]
+    assert list(tmp_path.iterdir()) == []
+    assert main(["presets"]) == 130  # the flag is cleared at each start, set again here
