@@ -30,8 +30,9 @@ bound (the paper's). Speed-ups are over the CPU-only time of the same source (th
 baseline is named in every speed-up row). Table 4's and Table 5's core count is not
 stated in the paper; both are evaluated at 32 cores (the preset's), stated per row.
 
-Sizes (``FIG_SIZES``, ``TABLE4_SIZES`` in ``pim_verdict_jobs.py``): the paper's where it gives one and a
-run takes under a minute here; else the largest that does (stated in the output).
+Sizes (``FIG_SIZES``, ``TABLE4_SIZES`` in ``pim_verdict_jobs.py``): the paper's where it
+gives one and a run takes under a minute here; else the largest that does (stated in the
+output).
 Decoder layers are one batch-1 decode step with 128 cached tokens at the full 7B/6B
 widths (see :data:`DECODER_PAST`).
 
