@@ -23,8 +23,13 @@ INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
 def _start(tmp_path: Path) -> subprocess.Popen:
     argv = [sys.executable, "-m", "placement.cli", "solve", str(INT8), "--runs", "2000",
             "--json", str(tmp_path / "out.json"), "--plot", str(tmp_path / "g.png")]  # fmt: skip
-    return subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))  # fmt: skip
+    # SIGINT back to its default in the child: a test run started in the background (as
+    # CI may be) ignores it, and an ignored SIGINT is inherited and kept by Python.
+    return subprocess.Popen(
+        argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def _assert_interrupted(proc: subprocess.Popen, tmp_path: Path) -> None:
