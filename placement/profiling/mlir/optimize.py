@@ -21,11 +21,11 @@ nest a decision unit:
     one iteration (a GEMV) canonicalize drops it, leaving ``for k{parallel(j)}``.
 ``tile`` (linalg, transform dialect; :mod:`placement.profiling.mlir.tiling`)
     Cache tiling of the interchanged GEMMs whose weight does not fit in L2: k and j
-    are tiled (sizes from the host's L1d and L2; 256 x 512 on this VM) so a block of
-    the weight stays in L2 while every row of A uses it:
-    ``for k0{for j0{parallel(i){for k{parallel(j)}}}}``. The tile loops carry the op's
-    tag, so the outer ``scf.for`` is the nest's outermost loop. A GEMV (one row) or a
-    weight already in L2 is left alone.
+    are tiled (sizes from the host's L1d and L2; 256 x 512 on this VM) and each block
+    of the weight is packed into a contiguous buffer that stays in L2 while every row
+    of A uses it: ``for k0{for j0{pack; parallel(i){for k{parallel(j)}}}}``. The tile
+    loops carry the op's tag, so the outer ``scf.for`` is the nest's outermost loop. A
+    GEMV (one row) or a weight already in L2 is left alone.
 ``math``
     ``math-expand-ops{ops=tanh}`` (tanh through exp), then every f32 ``math.exp`` and
     ``math.erf`` is replaced by an inlined polynomial (Cephes ``expf``, range reduction
