@@ -25,9 +25,15 @@ within 6x for GEMM and convolution.
     python benchmarks/pim_host_baseline.py --workloads gemv,softmax --runs 30
     python benchmarks/pim_host_baseline.py --ablation       # what each optimization step buys
     python benchmarks/pim_host_baseline.py --json out.json
+    python benchmarks/pim_host_baseline.py --workloads matmul:512,matmul,gemv --without tile
+
+``--workloads`` takes ``name:N`` for another size than :data:`SIZES`'. ``--without STEP``
+also times, in the same process and beside ONNX Runtime in the same alternating way,
+the pipeline without that step (its ratio in an extra column): what one step buys at
+the table's sizes.
 
 ``--ablation`` times, for a few workloads, the pipeline with its steps added one at a
-time (loops only, +interchange, +math, +dead-stores, +fastmath, +vector-width,
+time (loops only, +interchange, +tile, +math, +dead-stores, +fastmath, +vector-width,
 +aligned-alloc), each beside ONNX Runtime in the same alternating way.
 
 The machine load (1-minute load average per CPU before and after, and the share of all
@@ -74,7 +80,7 @@ ABLATION_WORKLOADS = ("gemv", "softmax", "layernorm", "tanh", "gelu", "matmul",
                       "depthwise_conv", "gpt2_layer")  # fmt: skip
 ABLATION_SIZES = {
     "gemv": 4096, "softmax": 4096, "layernorm": 4096, "tanh": 1 << 20, "gelu": 1 << 20,
-    "matmul": 256, "depthwise_conv": 64, "gpt2_layer": 0,
+    "matmul": 512, "depthwise_conv": 64, "gpt2_layer": 0,
 }  # fmt: skip
 
 
@@ -134,11 +140,11 @@ def _side_by_side(entry: Any, packed: Any, session: Any, feeds: dict[str, Any], 
 
 
 def measure_one(name: str, n: int, runs: int, warmup: int, jit_runs: int,
-                workdir: Path) -> dict[str, Any]:  # fmt: skip
+                workdir: Path, without: str = "") -> dict[str, Any]:  # fmt: skip
     from placement.networks.workloads import WORKLOADS
     from placement.profiling.host import LoadProbe
     from placement.profiling.mlir.lower import lower_onnx
-    from placement.profiling.mlir.optimize import optimize_program
+    from placement.profiling.mlir.optimize import DEFAULT_STEPS, optimize_program
     from placement.profiling.nest_timing import _check_outputs, random_inputs
 
     probe = LoadProbe()
@@ -157,12 +163,20 @@ def measure_one(name: str, n: int, runs: int, warmup: int, jit_runs: int,
     error = _check_outputs(compiled, keep[2], path)  # outputs of the compiled program vs ORT
     t_compiled, t_ort = _side_by_side(entry, packed, session, feeds, runs, warmup)
     del keep
+    if without:
+        steps = [s for s in DEFAULT_STEPS if s != without]
+        entry, packed, keep = _jit(optimize_program(program, steps=steps))
+        t_without, t_ort_without = _side_by_side(entry, packed, session, feeds, runs, warmup)
+        del keep
     row: dict[str, Any] = {
         "workload": name, "N": n, "nests": len(program.nests),
         "compiled_s": t_compiled, "ort_s": t_ort, "max_abs_error": error,
         "lower_s": lowered - t0, "optimize_s": optimized - lowered,
         "interchanged": len(compiled.metadata["host_optimization"].get("interchanged", {})),
+        "tiled": compiled.metadata["host_optimization"].get("tiled", {}),
     }  # fmt: skip
+    if without:
+        row.update(without=without, without_s=t_without, ort_s_without_pass=t_ort_without)
     if jit_runs > 0:
         entry, packed, keep = _jit(program)
         t_jit, t_ort2 = _side_by_side(entry, packed, session, feeds, jit_runs, 1)
@@ -203,11 +217,12 @@ def ablate_one(name: str, n: int, runs: int, warmup: int, workdir: Path) -> dict
 
 
 def child_main(argv: list[str]) -> int:
-    kind, name, n, runs, warmup, jit_runs, workdir, dest = argv
+    kind, name, n, runs, warmup, jit_runs, workdir, dest, without = argv
     if kind == "ablate":
         row = ablate_one(name, int(n), int(runs), int(warmup), Path(workdir))
     else:
-        row = measure_one(name, int(n), int(runs), int(warmup), int(jit_runs), Path(workdir))
+        row = measure_one(name, int(n), int(runs), int(warmup), int(jit_runs), Path(workdir),
+                          without)  # fmt: skip
     Path(dest).write_text(json.dumps(row))
     return 0
 
@@ -218,7 +233,8 @@ def child_main(argv: list[str]) -> int:
 def run_child(kind: str, name: str, n: int, args: argparse.Namespace, workdir: Path) -> dict:
     dest = workdir / f"{kind}_{name}_{n}.json"
     cmd = [sys.executable, __file__, "--child", kind, name, str(n), str(args.runs),
-           str(args.warmup), str(args.jit_runs), str(workdir), str(dest)]  # fmt: skip
+           str(args.warmup), str(args.jit_runs), str(workdir), str(dest),
+           args.without or ""]  # fmt: skip
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
@@ -250,9 +266,11 @@ def machine_load() -> str:
 def print_table(rows: list[dict[str, Any]]) -> None:
     from placement.networks.workloads import WORKLOADS
 
+    without = next((r["without"] for r in rows if r.get("without")), None)
+    extra = f"{'w/o ' + without + '/ORT':>16}" if without else ""
     print(f"{'workload':<15}{'N':>8}{'nests':>6}{'compiled':>11}{'ORT':>11}{'ratio':>7}"
-          f"{'target':>7}{'ok':>4}{'jit (as lowered)':>18}{'jit/ORT':>9}{'others busy':>12}"
-          "  size")  # fmt: skip
+          f"{'target':>7}{'ok':>4}{extra}{'jit (as lowered)':>18}{'jit/ORT':>9}"
+          f"{'others busy':>12}  size")  # fmt: skip
     for row in rows:
         name = row["workload"]
         if "error" in row:
@@ -263,12 +281,17 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         jit = row.get("jit_s")
         jit_ratio = jit / row["ort_s_jit_pass"] if jit else None
         busy = (row.get("load") or {}).get("busy_others_per_cpu")
+        cell = ""
+        if without:
+            cell = f"{row['without_s'] / row['ort_s_without_pass']:>15.2f}x"
+            cell += f" ({fmt_time(row['without_s'])})"
+        size = SIZES[name][1] if row["N"] == SIZES[name][0] else "given (--workloads name:N)"
         print(
             f"{name:<15}{row['N']:>8}{row['nests']:>6}{fmt_time(row['compiled_s']):>11}"
             f"{fmt_time(row['ort_s']):>11}{ratio:>6.2f}x{target:>6g}x"
-            f"{'yes' if ratio <= target else 'NO':>4}{fmt_time(jit):>18}"
+            f"{'yes' if ratio <= target else 'NO':>4}{cell}{fmt_time(jit):>18}"
             f"{'-' if jit_ratio is None else f'{jit_ratio:.0f}x':>9}"
-            f"{'-' if busy is None else f'{100 * busy:.0f} %':>12}  {SIZES[name][1]}"
+            f"{'-' if busy is None else f'{100 * busy:.0f} %':>12}  {size}"
         )
     print()
     measured = [r for r in rows if "error" not in r]
@@ -308,25 +331,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jit-runs", type=int, default=3,
                         help="runs of the unoptimized lowering (0: skip; default 3)")
     parser.add_argument("--ablation", action="store_true", help="per-step table instead")
+    parser.add_argument("--without", metavar="STEP",
+                        help="also time the pipeline without this optimization step")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per workload")
     parser.add_argument("--json", metavar="FILE", help="write the rows as JSON")
     args = parser.parse_args(argv)
     names = args.workloads.split(",") if args.workloads else (
         list(ABLATION_WORKLOADS) if args.ablation else ORDER
     )  # fmt: skip
+    sizes: dict[int, int] = {}
+    for i, item in enumerate(names):
+        name, _, size = item.partition(":")
+        names[i] = name
+        if size:
+            if not size.isdigit() or int(size) < 1:
+                parser.error(f"workload {item}: the size after ':' must be a positive integer")
+            sizes[i] = int(size)
     unknown = [n for n in names if n not in SIZES]
     if unknown:
         parser.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(ORDER)}")
+    if args.without:
+        from placement.profiling.mlir.optimize import DEFAULT_STEPS
+
+        if args.without not in DEFAULT_STEPS or args.ablation:
+            parser.error(f"--without takes one of {', '.join(DEFAULT_STEPS)} (not with"
+                         " --ablation)")  # fmt: skip
     print(f"# {' '.join([Path(sys.argv[0]).name, *argv])}")
     print(f"# before: {machine_load()}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="pim-host-baseline-") as tmp:
-        for name in names:
+        for i, name in enumerate(names):
             if args.ablation:
-                row = run_child("ablate", name, ABLATION_SIZES.get(name, SIZES[name][0]), args,
-                                Path(tmp))  # fmt: skip
+                n = sizes.get(i, ABLATION_SIZES.get(name, SIZES[name][0]))
+                row = run_child("ablate", name, n, args, Path(tmp))
             else:
-                row = run_child("measure", name, SIZES[name][0], args, Path(tmp))
+                row = run_child("measure", name, sizes.get(i, SIZES[name][0]), args, Path(tmp))
             rows.append(row)
             print(f"  done {name} ({row.get('wall_s', 0):.0f} s)", file=sys.stderr, flush=True)
     print(f"# after: {machine_load()}")

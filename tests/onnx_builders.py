@@ -7,7 +7,7 @@ shapes, and zeros keep the models tiny to build.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +56,13 @@ def save(proto: onnx.ModelProto, directory: Path, filename: str = "model.onnx") 
     path = Path(directory) / filename
     onnx.save(proto, str(path))
     return path
+
+
+def save_all(
+    builders: dict[str, Callable[[], onnx.ModelProto]], directory: Path
+) -> dict[str, Path]:
+    """Build and save each model as ``<name>.onnx``; name -> path."""
+    return {name: save(build(), directory, f"{name}.onnx") for name, build in builders.items()}
 
 
 def conv_model(

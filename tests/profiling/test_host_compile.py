@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import helper
-from onnx_builders import const, model, save, tensor
+from onnx_builders import const, model, save_all, tensor
 
 from placement.errors import PlacementError
 from placement.profiling.cache_flush import (
@@ -88,8 +88,7 @@ BUILDERS = {
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     pytest.importorskip("torch_mlir")
-    directory = tmp_path_factory.mktemp("host_compile")
-    return {name: save(build(), directory, f"{name}.onnx") for name, build in BUILDERS.items()}
+    return save_all(BUILDERS, tmp_path_factory.mktemp("host_compile"))
 
 
 def _lower(path):
@@ -126,7 +125,8 @@ def test_pipeline_records_what_it_did(models):
     _program, compiled = _lower(models["transcendental"])
     record = compiled.metadata["host_optimization"]
     assert record["steps"] == [
-        "interchange", "math", "dead-stores", "fastmath", "vector-width", "aligned-alloc",
+        "interchange", "tile", "math", "dead-stores", "fastmath", "vector-width",
+        "aligned-alloc",
     ]  # fmt: skip
     assert record["math_rewritten"] == {"math.tanh": 1, "math.erf": 1, "math.exp": 2}
     assert "math.exp" not in compiled.module_text and "math.erf" not in compiled.module_text

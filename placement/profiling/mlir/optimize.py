@@ -19,6 +19,13 @@ nest a decision unit:
     ``convert-linalg-to-parallel-loops, canonicalize, cse`` as in the unoptimized
     lowering: a matmul becomes ``parallel(i){for k{parallel(j)}}``, and when ``i`` has
     one iteration (a GEMV) canonicalize drops it, leaving ``for k{parallel(j)}``.
+``tile`` (linalg, transform dialect; :mod:`placement.profiling.mlir.tiling`)
+    Cache tiling of the interchanged GEMMs whose weight does not fit in L2: k and j
+    are tiled (sizes from the host's L1d and L2; 256 x 512 on this VM) and each block
+    of the weight is packed into a contiguous buffer that stays in L2 while every row
+    of A uses it: ``for k0{for j0{pack; parallel(i){for k{parallel(j)}}}}``. The tile
+    loops carry the op's tag, so the outer ``scf.for`` is the nest's outermost loop. A
+    GEMV (one row) or a weight already in L2 is left alone.
 ``math``
     ``math-expand-ops{ops=tanh}`` (tanh through exp), then every f32 ``math.exp`` and
     ``math.erf`` is replaced by an inlined polynomial (Cephes ``expf``, range reduction
@@ -53,7 +60,8 @@ loop of any kind (scf.parallel or scf.for) carrying the nest's linalg tag
 ``placement.nest_tags`` attribute, so any caller of ``insert_nest_markers`` marks the
 right loops); :func:`optimize_program` checks that every nest maps to exactly one
 such loop. ``metadata["host_optimization"]`` of the
-result says which steps ran, which nests were interchanged and into which loop order.
+result says which steps ran, which nests were interchanged and into which loop order,
+which were tiled with which tile sizes (per loop, 0 = not tiled) for which caches.
 
 Tried and not kept (measured, see the README): tiling + vectorizing matmuls with the
 transform dialect (the accumulator tile is not hoisted out of the k loop on memrefs:
@@ -64,14 +72,13 @@ change).
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 import time
 from dataclasses import replace
 from typing import Any
 
 from placement.errors import PlacementError
+from placement.profiling.cache_geometry import CacheGeometry
 from placement.profiling.mlir.extract import loc_tag, outermost_loops_by_tag, walk_operations
 from placement.profiling.mlir.lower import (
     TO_PARALLEL_LOOPS,
@@ -81,10 +88,17 @@ from placement.profiling.mlir.lower import (
 )
 from placement.profiling.mlir.markers import set_module_nest_tags
 from placement.profiling.mlir.passes import run_passes
+from placement.profiling.mlir.tiling import (
+    indexing_results,
+    iterator_kinds,
+    loop_trips,
+    run_transform,
+    tile_for_cache,
+)
 
-VERSION = "host-compiled/1"
+VERSION = "host-compiled/2"  # /2: the tile step
 OPTIMIZATION_FAILED = "host optimization failed"
-STEPS = ("interchange", "math", "dead-stores", "fastmath", "vector-width", "aligned-alloc")
+STEPS = ("interchange", "tile", "math", "dead-stores", "fastmath", "vector-width", "aligned-alloc")
 DEFAULT_STEPS = STEPS
 FASTMATH = "reassoc,contract,arcp"
 MIN_VECTOR_TRIPS = 8  # a loop shorter than this is not worth vectorizing along
@@ -187,9 +201,14 @@ func.func private @__placement_erff(%x: f32) -> f32 {
 
 
 def optimize_program(
-    program: LoweredProgram, steps: tuple[str, ...] | list[str] = DEFAULT_STEPS
+    program: LoweredProgram,
+    steps: tuple[str, ...] | list[str] = DEFAULT_STEPS,
+    caches: CacheGeometry | None = None,
 ) -> LoweredProgram:
     """``program`` with its module optimized for the host (module docstring).
+
+    ``caches``: the L1d and L2 the ``tile`` step sizes its tiles for (default: this
+    host's, from sysfs).
 
     The nests, arguments and weights are those of ``program``; the result's
     ``module_text`` is the optimized loop program (no markers) and its ``markers_at`` is
@@ -218,6 +237,14 @@ def optimize_program(
                 record["interchanged"] = {}
                 record["interchange_failed"] = str(exc)
                 module = ir.Module.parse(program.linalg_text)
+        if "tile" in steps:
+            before = module.operation.get_asm(enable_debug_info=True)
+            try:
+                record["tiled"] = tile_for_cache(module, tag_to_nest, caches)
+            except PlacementError as exc:  # keep the untiled loops, say why
+                record["tiled"] = {}
+                record["tile_failed"] = str(exc)
+                module = ir.Module.parse(before)
         run_passes(module, TO_PARALLEL_LOOPS, f"{program.source}: host optimization failed")
         if "math" in steps:
             record["math_rewritten"] = _rewrite_math(module, program)
@@ -292,25 +319,7 @@ def _interchange(module: Any, tag_to_nest: dict[int, str]) -> dict[str, Any]:
             f"    %i{index} = transform.structured.interchange %g{index} iterator_interchange"
             f" = [{', '.join(map(str, perm))}] : (!transform.any_op) -> !transform.any_op\n"
         )
-    script = (
-        "module attributes {transform.with_named_sequence} {\n"
-        "  transform.named_sequence @__transform_main("
-        "%root: !transform.any_op {transform.readonly}) {\n"
-        + "".join(lines)
-        + "    transform.yield\n  }\n}\n"
-    )
-    fd, path = tempfile.mkstemp(prefix="placement-interchange-", suffix=".mlir")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(script)
-        run_passes(
-            module,
-            f"builtin.module(transform-preload-library{{transform-library-paths={path}}},"
-            " transform-interpreter)",
-            OPTIMIZATION_FAILED,
-        )
-    finally:
-        os.unlink(path)
+    run_transform(module, "".join(lines), "__placement_interchange")
     return chosen
 
 
@@ -335,22 +344,11 @@ def choose_interchange(op: Any) -> tuple[list[int], list[str]] | None:
     Only ops with a reduction are considered (a pure-parallel op's order is the
     lowering's; a reduction innermost is vectorized anyway under ``fastmath``).
     """
-    from torch_mlir import ir
-
-    kinds = [str(x) for x in ir.ArrayAttr(op.attributes["iterator_types"])]
-    kinds = ["reduction" if "reduction" in k else "parallel" for k in kinds]
+    kinds = iterator_kinds(op)
     if len(kinds) < 2 or "reduction" not in kinds:
         return None
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    results = [[str(r) for r in m.results] for m in maps]
-    trips: list[int | None] = [None] * len(kinds)
-    for value, exprs in zip(op.operands, results, strict=False):
-        shape = getattr(value.type, "shape", None)
-        if shape is None:
-            continue
-        for size, expr in zip(shape, exprs, strict=False):
-            if re.fullmatch(r"d\d+", expr) and size is not None and size >= 0:
-                trips[int(expr[1:])] = size
+    results = indexing_results(op)
+    trips = loop_trips(op, results, len(kinds))
 
     def score(dim: int) -> int:
         name = re.compile(rf"\bd{dim}\b")
@@ -542,6 +540,3 @@ def _check_mapping(func_op: Any, program: LoweredProgram) -> dict[str, str]:
         if found[0].name != "scf.parallel":
             kinds[nest.id] = found[0].name
     return kinds
-
-
-
