@@ -145,7 +145,7 @@ def measure_one(name: str, n: int, runs: int, warmup: int, jit_runs: int,
     from placement.profiling.host import LoadProbe
     from placement.profiling.mlir.lower import lower_onnx
     from placement.profiling.mlir.optimize import DEFAULT_STEPS, optimize_program
-    from placement.profiling.nest_timing import _check_outputs, random_inputs
+    from placement.profiling.nest_timing import check_outputs, random_inputs
 
     probe = LoadProbe()
     path = workdir / f"{name}_{n}.onnx"
@@ -160,7 +160,7 @@ def measure_one(name: str, n: int, runs: int, warmup: int, jit_runs: int,
                                        strict=True)}  # fmt: skip
     entry, packed, keep = _jit(compiled)
     entry(packed)
-    error = _check_outputs(compiled, keep[2], path)  # outputs of the compiled program vs ORT
+    error = check_outputs(compiled, keep[2], path)  # outputs of the compiled program vs ORT
     t_compiled, t_ort = _side_by_side(entry, packed, session, feeds, runs, warmup)
     del keep
     if without:

@@ -200,7 +200,7 @@ def _time_nests(
         metadata["marker_library"] = str(state.library)
     timing = NestTiming(t_cpu=t_cpu, total_seconds=total, runs=runs, metadata=metadata)
     if check_against_onnx is not None:
-        timing.max_abs_error = _check_outputs(program, arrays, Path(check_against_onnx))
+        timing.max_abs_error = check_outputs(program, arrays, Path(check_against_onnx))
     del engine
     return timing
 
@@ -364,7 +364,7 @@ def program_arguments(program: LoweredProgram, seed: int) -> list[np.ndarray]:
     return arrays
 
 
-def _check_outputs(program: LoweredProgram, arrays: list[np.ndarray], onnx_path: Path) -> float:
+def check_outputs(program: LoweredProgram, arrays: list[np.ndarray], onnx_path: Path) -> float:
     """Run ONNX Runtime on the same inputs; return the max abs error or raise on mismatch."""
     import onnxruntime as ort
 
