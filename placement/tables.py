@@ -9,7 +9,11 @@ may shorten (names): both ends of a name stay readable (``b1_conv1..quant``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import shutil
+import sys
+import textwrap
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from typing import TextIO
 
 #: The terminal width every table is made to fit.
 WIDTH = 100
@@ -64,3 +68,28 @@ def text_table(
         return (indent + GAP.join(parts)).rstrip()
 
     return [line(r) for r in table]
+
+
+def wrapped(lines: Iterable[str], width: int = WIDTH) -> Iterator[str]:
+    """``lines`` for a terminal of ``width`` columns: a line longer than that (prose: a
+    table is already made to fit) is broken at spaces, its continuation indented two
+    columns more than its start; words and paths are never split."""
+    for line in lines:
+        if len(line) <= width:
+            yield line
+            continue
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        yield from textwrap.wrap(line, width, initial_indent="", subsequent_indent=indent + "  ",
+                                 break_long_words=False, break_on_hyphens=False,
+                                 drop_whitespace=True) or [line]  # fmt: skip
+
+
+def for_terminal(lines: Iterable[str], stream: TextIO | None = None) -> Iterator[str]:
+    """``lines`` as ``stream`` (default stdout) should get them: wrapped to the terminal's
+    width when it is a terminal (at least :data:`WIDTH`: tables fit that), whole when it is
+    a pipe or a file, so that scripts and ``grep`` see one line per statement."""
+    stream = sys.stdout if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    if isatty is None or not isatty():
+        return iter(lines)
+    return wrapped(lines, max(WIDTH, shutil.get_terminal_size().columns))

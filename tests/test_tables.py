@@ -1,10 +1,23 @@
-"""placement.tables: columns never run together, and tables fit the width they are given."""
+"""placement.tables: columns never run together, tables fit the width they are given, and
+prose wraps on a terminal (only there)."""
 
 from __future__ import annotations
 
+import io
+import os
+import pty
+
 import pytest
 
-from placement.tables import CUT, MIN_SHORTENED, shorten, text_table
+from placement.tables import (
+    CUT,
+    MIN_SHORTENED,
+    WIDTH,
+    for_terminal,
+    shorten,
+    text_table,
+    wrapped,
+)
 
 
 @pytest.mark.unit
@@ -49,3 +62,34 @@ def test_two_header_rows_and_a_ragged_row_is_refused():
     assert lines == ["T_host  xbars", "  (us)", "114.50      1"]
     with pytest.raises(ValueError, match="2 cells"):
         text_table([["a", "b", "c"]], [["1", "2"]])
+
+
+@pytest.mark.unit
+def test_long_prose_wraps_at_spaces_with_an_indented_continuation():
+    line = "  host: C3 failed (simulated): BW_read <= theta 2.01 GB/s; " + "word " * 30
+    out = list(wrapped(["short", line], width=60))
+    assert out[0] == "short"
+    assert all(len(x) <= 60 for x in out[1:])
+    assert out[1].startswith("  host:") and all(x.startswith("    ") for x in out[2:])
+    assert " ".join(x.strip() for x in out[1:]) == " ".join(line.split())  # nothing lost
+
+
+@pytest.mark.unit
+def test_a_word_longer_than_the_width_is_kept_whole():
+    path = "/a/" + "b" * 120
+    assert list(wrapped([f"wrote {path} now"], width=40)) == ["wrote", f"  {path}", "  now"]
+
+
+@pytest.mark.unit
+def test_lines_stay_whole_in_a_pipe_and_wrap_in_a_terminal():
+    line = "x " * 80
+    assert list(for_terminal([line], io.StringIO())) == [line]  # not a terminal
+    primary, secondary = pty.openpty()
+    try:
+        with os.fdopen(secondary, "w", closefd=False) as tty:
+            assert tty.isatty()
+            out = list(for_terminal([line], tty))
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert len(out) > 1 and all(len(x) <= max(WIDTH, 80) for x in out)

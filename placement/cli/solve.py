@@ -38,6 +38,7 @@ from placement.cli.progress import solve_progress
 from placement.errors import PlacementError, repeated
 from placement.hardware.pim import DEFAULT_PIM_PRESET
 from placement.solvers.base import SolveStatus
+from placement.tables import for_terminal
 
 DEFAULT_PIM_CORES = "32,64,128"  # the paper's sweep (Table 2)
 DEFAULT_COPY = "upper_bound"  # the paper's Eq. 8; "exact" is this project's refinement
@@ -263,7 +264,7 @@ def solve_cim(args: argparse.Namespace) -> int:
             monitor=monitor,
             workers=args.workers or 1,
         )
-    for line in summary_lines(placement, graph, hw, args.details, meta):
+    for line in for_terminal(summary_lines(placement, graph, hw, args.details, meta)):
         print(line)
     if args.json:
         # allow_nan: a result document has always been written even with an infinite bound.
@@ -432,7 +433,8 @@ def solve_pim(args: argparse.Namespace) -> int:
         threads=args.solver_threads, tee=[sys.stderr] if args.solver_log else False,
         compare=compare,
     )  # fmt: skip
-    for line in summary_lines(profile, hw, results, copy, granularity, allow_estimates):
+    lines = summary_lines(profile, hw, results, copy, granularity, allow_estimates)
+    for line in for_terminal(lines):
         print(line)
     document = pim_document(
         profile, hw, results, copy=copy, granularity=granularity,

@@ -24,6 +24,7 @@ from placement.cli.common import (
 )
 from placement.cli.solve import SOLVER_CHOICES
 from placement.errors import PlacementError
+from placement.tables import for_terminal
 
 # Convenience flags -> grid keys (file units); every key is also reachable with --set.
 CIM_FLAGS = {
@@ -253,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 130
     progress.close()
-    for line in summary_lines(result):
+    for line in for_terminal(summary_lines(result)):
         print(line)
     info(
         args,
