@@ -16,7 +16,7 @@ from which :mod:`placement.blocks` derives the nest's basic blocks.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +134,21 @@ def outermost_loops_by_tag(func_op: Any) -> dict[int, list[Any]]:
 
     visit(func_op)
     return found
+
+
+def sole_loops(
+    func_op: Any, tags: Sequence[int | None], error: Callable[[int, str], str]
+) -> list[Any]:
+    """Per tag, the one outermost loop carrying it (:func:`outermost_loops_by_tag`); a tag
+    with no loop or several raises PlacementError(``error(index, what was found)``)."""
+    loops = outermost_loops_by_tag(func_op)
+    out = []
+    for index, tag in enumerate(tags):
+        found = loops.get(tag, []) if tag is not None else []
+        if len(found) != 1:
+            raise PlacementError(error(index, "no loop" if not found else f"{len(found)} loops"))
+        out.append(found[0])
+    return out
 
 
 def _constant_index(value: Any) -> int | None:

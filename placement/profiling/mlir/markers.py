@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from placement.errors import PlacementError
-from placement.profiling.mlir.extract import outermost_loops_by_tag, outermost_parallels
+from placement.profiling.mlir.extract import outermost_parallels, sole_loops
 from placement.profiling.mlir.lower import find_func
 
 if TYPE_CHECKING:
@@ -116,15 +116,6 @@ def module_nest_tags(module: Any) -> list[int | None] | None:
 
 
 def _loops_of_tags(func_op: Any, tags: Sequence[int | None], func_name: str) -> list[Any]:
-    loops = outermost_loops_by_tag(func_op)
-    ops = []
-    for index, tag in enumerate(tags):
-        found = loops.get(tag, []) if tag is not None else []
-        if len(found) != 1:
-            what = "no loop" if not found else f"{len(found)} loops"
-            raise PlacementError(
-                f"internal error: nest n{index:03d} (linalg op #{tag}) maps to {what} in the"
-                f" optimized @{func_name}; time this model with --host-times jit"
-            )
-        ops.append(found[0])
-    return ops
+    return sole_loops(func_op, tags, lambda index, what: (
+        f"internal error: nest n{index:03d} (linalg op #{tags[index]}) maps to {what} in the"
+        f" optimized @{func_name}; time this model with --host-times jit"))

@@ -79,7 +79,7 @@ from typing import Any
 
 from placement.errors import PlacementError
 from placement.profiling.cache_geometry import CacheGeometry
-from placement.profiling.mlir.extract import loc_tag, outermost_loops_by_tag, walk_operations
+from placement.profiling.mlir.extract import loc_tag, sole_loops, walk_operations
 from placement.profiling.mlir.lower import (
     TO_PARALLEL_LOOPS,
     LoweredProgram,
@@ -527,16 +527,8 @@ def _prefer_vector_width(module: Any, bits: int) -> None:
 def _check_mapping(func_op: Any, program: LoweredProgram) -> dict[str, str]:
     """Every nest's tag names exactly one outermost loop; returns the nests whose
     outermost loop is no longer an scf.parallel, with its kind."""
-    loops = outermost_loops_by_tag(func_op)
-    kinds: dict[str, str] = {}
-    for nest, tag in zip(program.nests, program.nest_tags, strict=True):
-        found = loops.get(tag, []) if tag is not None else []
-        if len(found) != 1:
-            what = "no loop" if not found else f"{len(found)} loops"
-            raise PlacementError(
-                f"{program.source}: internal error: after optimization nest {nest.id} maps to"
-                f" {what}; profile with --host-times jit"
-            )
-        if found[0].name != "scf.parallel":
-            kinds[nest.id] = found[0].name
-    return kinds
+    loops = sole_loops(func_op, program.nest_tags, lambda index, what: (
+        f"{program.source}: internal error: after optimization nest"
+        f" {program.nests[index].id} maps to {what}; profile with --host-times jit"))
+    return {nest.id: loop.name for nest, loop in zip(program.nests, loops, strict=True)
+            if loop.name != "scf.parallel"}  # fmt: skip
