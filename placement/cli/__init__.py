@@ -45,8 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return code
     except KeyboardInterrupt:
         pass
-    except ImportError as exc:  # a C extension interrupted while it initialized
-        if not _interrupted(exc):
+    except ImportError:  # a C extension that Ctrl-C cut short while it initialized
+        if not INTERRUPTED.is_set():
             raise
     finally:
         restore()
@@ -72,16 +72,6 @@ def _catch_sigint(flag: threading.Event) -> Callable[[], None]:
     # None: the previous handler was not set from Python; the default is the nearest
     return lambda: signal.signal(signal.SIGINT, previous if previous is not None
                                  else signal.default_int_handler)
-
-
-def _interrupted(exc: BaseException) -> bool:
-    """Whether ``exc`` was caused by a KeyboardInterrupt (an import it cut short)."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, KeyboardInterrupt):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 def build_parser() -> argparse.ArgumentParser:
