@@ -5,6 +5,8 @@ line's parser reads them, and ``placement --help`` should not load those."""
 
 from __future__ import annotations
 
+from placement.solvers.names import MIP_BACKENDS
+
 PAPER_CROSSBARS: tuple[int, ...] = (25, 50, 100, 200)
 PAPER_T_MVM_NS: tuple[float, ...] = (50.0, 100.0, 500.0, 1000.0)
 GRIDS: dict[str, tuple[tuple[int | None, float | None], ...]] = {
@@ -12,8 +14,7 @@ GRIDS: dict[str, tuple[tuple[int | None, float | None], ...]] = {
     "single": ((None, None),),  # the preset's own crossbars and MVM latency
 }
 FORMULATION_NAMES = ("faithful", "bounded", "tightened", "auto")
-#: ``placement.solvers.registry.MIP_BACKENDS`` (a test keeps the two equal)
-MIP_MODES = ("highs", "scip", "cbc", "gurobi")
+MIP_MODES = MIP_BACKENDS
 CP_MODES = ("cpsat", "cpsat+highs")
 PRODUCT_MODE = "auto"  # placement solve's defaults: formulation, solver and method auto
 MODES = (*MIP_MODES, *CP_MODES, PRODUCT_MODE)

@@ -18,10 +18,9 @@ from placement.solvers.cbc import CbcBackend
 from placement.solvers.cpsat import CpSatBackend
 from placement.solvers.gurobi import GurobiBackend
 from placement.solvers.highs import HighsBackend
+from placement.solvers.names import MIP_BACKENDS
 from placement.solvers.scip import ScipBackend
 
-#: Backends that solve a Pyomo (MIP) model, in the order they are listed to users.
-MIP_BACKENDS: tuple[str, ...] = ("highs", "scip", "cbc", "gurobi")
 BACKENDS: dict[str, Backend] = {
     b.name: b for b in (HighsBackend(), ScipBackend(), CbcBackend(), GurobiBackend(),
                         CpSatBackend())

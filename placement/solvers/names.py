@@ -1,0 +1,8 @@
+"""The names of the solver backends, without importing any of them (the command line's
+parser and ``placement --help`` read these; :mod:`placement.solvers.registry` maps them to
+the backends)."""
+
+from __future__ import annotations
+
+#: Backends that solve a Pyomo (MIP) model, in the order they are listed to users.
+MIP_BACKENDS: tuple[str, ...] = ("highs", "scip", "cbc", "gurobi")
