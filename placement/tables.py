@@ -79,9 +79,9 @@ def wrapped(lines: Iterable[str], width: int = WIDTH) -> Iterator[str]:
             yield line
             continue
         indent = line[: len(line) - len(line.lstrip(" "))]
-        yield from textwrap.wrap(line, width, initial_indent="", subsequent_indent=indent + "  ",
-                                 break_long_words=False, break_on_hyphens=False,
-                                 drop_whitespace=True) or [line]  # fmt: skip
+        pieces = textwrap.wrap(line, width, subsequent_indent=indent + "  ",
+                               break_long_words=False, break_on_hyphens=False)  # fmt: skip
+        yield from pieces or [line]  # a line of blanks only: kept as it is
 
 
 def for_terminal(lines: Iterable[str], stream: TextIO | None = None) -> Iterator[str]:
