@@ -5,7 +5,8 @@ The pipeline (:func:`placement.cim.solve.solve`) passes itself in as ``solve_fn`
 module does not import it: the layers stay a tree. With ``workers > 1`` a round's block
 solves run in that many spawned processes (``spawn``, not ``fork``: the parent may run
 threads, such as the progress line's, that a forked child would inherit half-held); each
-worker imports the pipeline once (about 1-2 s, paid in the first round) and solves with
+worker imports the pipeline once (two spawned workers were ready in 1.0-1.2 s on the
+project's 2-core VM at load 0.9; paid in the first round) and solves with
 one solver thread unless the caller set ``threads``. Blocks are independent, so results
 are the same as in one process, up to what time-limited block solves find in their time.
 """
