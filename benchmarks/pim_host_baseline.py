@@ -67,7 +67,7 @@ SIZES: dict[str, tuple[int, str, float]] = {
     "softmax": (65536, "paper, Table 4's largest (64 rows)", 3),
     "layernorm": (16384, "WORKLOADS' largest (no paper size; 64 rows)", 3),
     "rmsnorm": (16384, "WORKLOADS' largest (no paper size; 64 rows)", 3),
-    "mac": (4096, "paper, Table 4's largest (64 dot products)", 3),
+    "mac": (4096, "paper, Table 4's largest (4096 x 4096 accumulators, 64 products each)", 6),
     "gemv": (16384, "paper, Table 4's largest (1 GiB weight)", 3),
     "matmul": (2048, "paper, Section 5.2's N = 2,048", 6),
     "depthwise_conv": (128, "WORKLOADS' largest (no paper size; 32 channels)", 6),

@@ -24,7 +24,7 @@ FIG_SIZES: dict[str, tuple[int, str]] = {
     "softmax": (65536, "Table 4's largest (64 rows)"),
     "layernorm": (16384, "64 x 16384 (paper: no size)"),
     "rmsnorm": (16384, "64 x 16384 (paper: no size)"),
-    "mac": (4096, "Table 4's largest (64 dot products)"),
+    "mac": (4096, "Table 4's largest (4096 x 4096 accumulators, 64 products each)"),
     "gemv": (16384, "Table 4's largest (1 GiB weight)"),
     "matmul": (2048, "Section 5.2's N = 2,048"),
     "depthwise_conv": (128, "32 x 128 x 128 (paper: no size)"),

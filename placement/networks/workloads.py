@@ -15,9 +15,11 @@ What ``N`` means (Table 4 of the paper gives sizes but not shapes; these are our
 ``gelu`` ``tanh``          Table 4's ``N`` for relu/ew_add reads as an element count.
 ``softmax`` ``layernorm``  64 rows of length ``N``, normalized over the row (``[64, N]``), so
 ``rmsnorm``                the per-row reductions have 64 parallel iterations.
-``mac``                    64 dot products of length ``N``: ``ReduceSum(A * B, axis=1)`` on
-                           ``[64, N]`` -- a multiply nest, the accumulator fill, the reduction
-                           (the paper's three mac nests).
+``mac``                    ``C + A[N, 64] @ B[64, N]``: ``N x N`` accumulators, each adding 64
+                           products -- the fill of the result array, the multiply-accumulate
+                           loop, the accumulation onto ``C`` (the paper's three mac nests; its
+                           fill "fills a result array sequentially ... with non-temporal
+                           stores", so the array is large: ``N^2`` elements, not ``N``).
 ``gemv``                   ``x[1, N] @ W[N, N]`` (a batch-1 linear layer, weight-streaming).
 ``matmul``                 ``A[N, N] @ W[N, N]`` (square GEMM; naive loops: keep N <= 512).
 ``depthwise_conv``         ``[1, 32, N, N]`` input, 32 groups, 3x3, pad 1, with bias.
@@ -66,8 +68,9 @@ from onnx import TensorProto, helper, numpy_helper
 OPSET = 17
 IR_VERSION = 8
 GPTJ_ROTARY_DIM = 64
-ROWS = 64  # rows of the row-wise operators (softmax, layernorm, rmsnorm, mac)
+ROWS = 64  # rows of the row-wise operators (softmax, layernorm, rmsnorm)
 DW_CHANNELS = 32  # channels of the depthwise convolution
+MAC_DEPTH = 64  # products each of mac's N x N accumulators adds (the row-wise operators' width)
 
 
 class _Graph:
@@ -362,10 +365,9 @@ def rmsnorm(n: int) -> onnx.ModelProto:
 
 def mac(n: int) -> onnx.ModelProto:
     g = _Graph("mac")
-    prod = g.op("Mul", [g.input("A", (ROWS, n)), g.input("B", (ROWS, n))], "mul")
-    axes = g.const("axes", [1], np.int64)
-    y = g.op("ReduceSum", [prod, axes], "reducesum", keepdims=0)
-    return g.model([(y, (ROWS,))])
+    prod = g.op("MatMul", [g.input("A", (n, MAC_DEPTH)), g.input("B", (MAC_DEPTH, n))], "matmul")
+    y = g.op("Add", [g.input("C", (n, n)), prod], "accumulate")
+    return g.model([(y, (n, n))])
 
 
 def gemv(n: int) -> onnx.ModelProto:

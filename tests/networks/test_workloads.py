@@ -90,7 +90,8 @@ def test_numerics_against_numpy():
     want = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * w
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
     feeds, (y,) = run(W.mac(32))
-    np.testing.assert_allclose(y, (feeds["A"] * feeds["B"]).sum(axis=1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y, feeds["C"] + feeds["A"] @ feeds["B"], rtol=1e-4, atol=1e-4)
+    assert y.shape == (32, 32) and feeds["A"].shape == (32, W.MAC_DEPTH)
 
 
 @pytest.mark.unit
@@ -244,3 +245,17 @@ def test_small_models_lower_and_match_onnxruntime(tmp_path):
             # JIT outputs checked against ONNX Runtime inside profile_nests.
             profile = profile_nests(path, runs=1, warmup=0, counters=False, program=program)
             assert profile.metadata["max_abs_error"] < 1e-3
+
+
+@pytest.mark.integration
+def test_mac_fills_its_whole_result_array_before_the_multiply_accumulate(tmp_path):
+    # The paper's mac: the nest before the multiply-accumulate loop fills a result array
+    # large enough for non-temporal stores -- here all N x N accumulators.
+    from placement.profiling.mlir.lower import lower_onnx
+
+    path = tmp_path / "mac.onnx"
+    onnx.save(W.mac(64), str(path))
+    nests = lower_onnx(path).nests
+    assert [x.linalg_op for x in nests] == ["linalg.fill", "linalg.matmul", "linalg.generic"]
+    assert nests[0].n_total == 64 * 64
+    assert nests[1].n_total == 64 * 64 * W.MAC_DEPTH
