@@ -58,6 +58,7 @@ from pim_verdict_runs import (
     pct,
     run,
 )  # fmt: skip
+from pim_verdict_theta import window_line
 
 from placement.blocks import Loop
 from placement.pim import instance as pim_instance
@@ -361,3 +362,8 @@ def print_rows(rows: list[Row]) -> None:
         print(f"{src}: " + ", ".join(f"{v} {k}" for v, k in counts.items())
               + f" of {len(rows)} rows; required verdict classes holding: {held} of {len(req)}")
     print(f"(quick set: {', '.join(QUICK)})" if len(rows) < 20 else "")
+    print()
+    print("Theta the C3-decided required classes need (S1 T1 G1 G3 G9 J1 M1; the rule itself"
+          " is unchanged, pim_verdict_theta.py):")
+    for src in SOURCES:
+        print(f"* {window_line(src)}")
