@@ -500,7 +500,7 @@ WORKLOADS: dict[str, Workload] = {
     "rmsnorm": Workload("rmsnorm", "Reduction / normalization", rmsnorm, _ROW_SIZES,
                         "row length (64 rows)"),
     "mac": Workload("mac", "GEMM / conv primitive", mac, (256, 1024, 4096),
-                    "dot-product length (64 dot products)"),
+                    "C + A[N,64] @ B[64,N] (N x N accumulators)"),
     "gemv": Workload("gemv", "GEMM / conv primitive", gemv, (512, 1024, 4096),
                      "x[1,N] @ W[N,N]"),
     "matmul": Workload("matmul", "GEMM / conv primitive", matmul, (64, 128, 256),
