@@ -42,6 +42,7 @@ total_s``.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import sys
 import time
@@ -70,7 +71,7 @@ from placement.errors import PlacementError, repeated
 from placement.graph import load_graph
 from placement.hardware.cim import load_hardware, with_overrides
 from placement.hardware.hostcheck import host_latency_source
-from placement.io import check_output_dir, missing_dirs, remove_created
+from placement.io import check_output_dir, missing_dirs, remove_created, write_text_atomic
 from placement.networks.zoo import NETWORKS, network_path
 from placement.onnxfile import read_onnx
 from placement.profiling.host_profile import HostProfile
@@ -436,19 +437,17 @@ def _progress_line(done: int, total: int, started: float, row: dict[str, Any]) -
 def _write_rows(out_dir: Path, rows: list[dict[str, Any]]) -> None:
     """Rewrite runs.csv/json after every run: a long benchmark leaves usable partial output."""
     _write_csv(out_dir / "runs.csv", rows, list(COLUMNS))
-    tmp = out_dir / ".runs.json.tmp"
-    tmp.write_text(json.dumps(rows, indent=1, default=str, allow_nan=False) + "\n")
-    tmp.replace(out_dir / "runs.json")
+    text = json.dumps(rows, indent=1, default=str, allow_nan=False) + "\n"
+    write_text_atomic(out_dir / "runs.json", text, "the benchmark's rows")
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: _csv_value(row.get(k)) for k in columns})
-    tmp.replace(path)
+    buf = io.StringIO(newline="")
+    writer = csv.DictWriter(buf, fieldnames=columns)
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _csv_value(row.get(k)) for k in columns})
+    write_text_atomic(path, buf.getvalue(), "the benchmark's rows")
 
 
 def _csv_value(value: Any) -> Any:
