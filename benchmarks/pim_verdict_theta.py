@@ -104,9 +104,9 @@ def window_line(src: str) -> str:
         )
     else:
         head = "no theta holds all of them"
-    # The best theta: the count of classes holding changes only at a nest's bandwidth.
-    cuts = sorted({n.bw for n in ns if n.bw is not None} | {THETA})
-    candidates = [0.0, *cuts, *(b * 1.0001 for b in cuts)]
+    # The best theta: C3 is strict (BW > theta), so every theta in [cut, next cut) decides
+    # like the cut itself: 0 and the nests' bandwidths are all the candidates there are.
+    candidates = [0.0, *sorted({n.bw for n in ns if n.bw is not None} | {THETA})]
     best = max(candidates, key=lambda t: (len(classes_holding(ns, t)), -abs(t - THETA)))
     held = sorted(classes_holding(ns, best))
     at_paper = sorted(classes_holding(ns, THETA))
