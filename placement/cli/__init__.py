@@ -41,7 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except PlacementError as exc:
             print(f"placement: error: {exc}", file=sys.stderr)
             code = EXIT_ERROR
-        if not INTERRUPTED.is_set():  # else a library swallowed the KeyboardInterrupt
+        # Interrupted but not reported (a library swallowed the KeyboardInterrupt): say so
+        # below; a command that returned EXIT_INTERRUPTED has said it already.
+        if code == EXIT_INTERRUPTED or not INTERRUPTED.is_set():
             return code
     except KeyboardInterrupt:
         pass

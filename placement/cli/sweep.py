@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+from placement.cli import EXIT_INTERRUPTED
 from placement.cli.common import (
     FORMULATION_CHOICES,
     Command,
@@ -252,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
             " run the same command again to resume",
             file=sys.stderr,
         )
-        return 130
+        return EXIT_INTERRUPTED
     progress.close()
     for line in for_terminal(summary_lines(result)):
         print(line)

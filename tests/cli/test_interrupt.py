@@ -104,3 +104,25 @@ def test_an_interrupt_a_library_swallowed_still_ends_the_command(capsys, tmp_pat
     assert capsys.readouterr().err.splitlines() == ["placement: interrupted"]
     assert list(tmp_path.iterdir()) == []
     assert main(["presets"]) == 130  # the flag is cleared at each start, set again here
+
+
+@pytest.mark.unit
+def test_a_command_that_reports_its_interrupt_prints_one_line(capsys, tmp_path, monkeypatch):
+    """sweep says what it saved and returns 130 itself: main adds no second line."""
+    from cli_helpers import run
+
+    import placement.sweep.run as sweep_run
+    from placement.io import INTERRUPTED
+
+    def interrupted(*args, **kwargs):
+        INTERRUPTED.set()  # what the SIGINT handler does before raising
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep_run, "run_sweep", interrupted)
+    monkeypatch.chdir(tmp_path)
+    profile = ROOT / "tests" / "golden" / "resnet_tiny_int8.profile.json"
+    code, _, err = run(capsys, "sweep", INT8, "--profile", profile, "--crossbars", "25",
+                       "-o", "sweep")  # fmt: skip
+    assert code == 130
+    assert [line for line in err.splitlines() if "interrupted" in line] == [err.splitlines()[-1]]
+    assert err.splitlines()[-1].startswith("placement: interrupted; 0 finished point(s) are saved")
