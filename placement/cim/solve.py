@@ -76,10 +76,9 @@ from placement.solvers.base import (
     SolveResult,
     SolveStatus,
 )
+from placement.solvers.names import SOLVERS
 from placement.solvers.registry import MIP_BACKENDS, get_backend
 
-#: What ``solver=`` accepts.
-SOLVERS: tuple[str, ...] = ("auto", "highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi")
 #: What ``formulation=`` accepts.
 FORMULATION_CHOICES: tuple[str, ...] = ("auto", *FORMULATIONS)
 #: What ``method=`` accepts.

@@ -20,6 +20,7 @@ from typing import Any
 from placement.errors import PlacementError
 from placement.io import check_output_file as check_writable
 from placement.profiling.ort.robust import AUTO_TIME_BUDGET, AUTO_TOLERANCE, parse_runs
+from placement.solvers.names import FORMULATION_NAMES
 
 EXIT_ERROR = 1  # bad input, solver failure, failed verification
 EXIT_USAGE = 2  # argparse's own code for bad command lines
@@ -80,7 +81,7 @@ def cim_hardware_options(parser: argparse.ArgumentParser) -> None:
     hw.add_argument("--crossbar-size", type=int, metavar="N", help="square crossbars of NxN cells")
 
 
-FORMULATION_CHOICES = ("auto", "faithful", "bounded", "tightened")
+FORMULATION_CHOICES = ("auto", *FORMULATION_NAMES)
 
 
 def formulation_option(group: argparse._ActionsContainer) -> None:

@@ -38,14 +38,14 @@ from placement.cli.progress import solve_progress
 from placement.errors import PlacementError, repeated
 from placement.hardware.pim import DEFAULT_PIM_PRESET
 from placement.solvers.base import SolveStatus
-from placement.solvers.names import MIP_BACKENDS
+from placement.solvers.names import MIP_BACKENDS, SOLVERS
 from placement.tables import for_terminal
 
 DEFAULT_PIM_CORES = "32,64,128"  # the paper's sweep (Table 2)
 DEFAULT_COPY = "upper_bound"  # the paper's Eq. 8; "exact" is this project's refinement
 COPY_CHOICES = ("upper_bound", "exact")
 GRANULARITY_CHOICES = ("loop", "operator", "basic-block")
-SOLVER_CHOICES = ("auto", "highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi")
+SOLVER_CHOICES = SOLVERS
 PIM_SOLVERS = MIP_BACKENDS  # PIM models are MIPs; "auto" is HiGHS
 # Options that only mean something for one target (defaults are applied by the handler,
 # so that their use with the other target can be detected and refused).
