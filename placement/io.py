@@ -182,8 +182,7 @@ def replacing(path: Path, suffix: str = ".tmp") -> Iterator[Path]:
             raise KeyboardInterrupt
         os.replace(tmp, path)
     finally:
-        if tmp.exists():
-            tmp.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)  # gone already once renamed
 
 
 def write_text_atomic(path: Path, text: str, what: str) -> None:

@@ -187,9 +187,8 @@ def check_solver_flags(args: argparse.Namespace) -> None:
         raise PlacementError(f"--gap must be a non-negative fraction, got {args.gap}")
     if args.solver_threads is not None and args.solver_threads < 1:
         raise PlacementError(f"--solver-threads must be at least 1, got {args.solver_threads}")
-    workers = getattr(args, "workers", None)
-    if workers is not None and workers < 1:
-        raise PlacementError(f"--workers must be at least 1, got {workers}")
+    if args.workers is not None and args.workers < 1:
+        raise PlacementError(f"--workers must be at least 1, got {args.workers}")
 
 
 def check_override_flags(args: argparse.Namespace) -> None:
