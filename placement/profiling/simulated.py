@@ -219,7 +219,7 @@ def _simulate_in(
         "cache": "cold" if cold else "warm",
         "runs": 1,
         "seed": seed,
-        "opt_level": getattr(nest_timing, "OPT_LEVEL", 2),
+        "opt_level": nest_timing.OPT_LEVEL,
         "target_features": list(TARGET_FEATURES),
         "program": "host-optimized" if program.metadata.get("host_optimization") else "lowered",
         "statistic": "one counted program run after the warm-up runs (the simulation is"
@@ -247,7 +247,7 @@ def compile_object(program: LoweredProgram, path: Path) -> None:
     from placement.profiling.mlir.passes import run_passes
 
     to_llvm = nest_timing.llvm_pipeline(program)  # the timing run's pipeline and level
-    opt_level = getattr(nest_timing, "OPT_LEVEL", 2)
+    opt_level = nest_timing.OPT_LEVEL
 
     with new_context():
         module = ir.Module.parse(program.module_text)

@@ -3,7 +3,7 @@
 With ONNX Runtime host times (``--host-times ort``) the counters are counted (or
 simulated) on the compiled program, while ``T_cpu`` is ONNX Runtime's time: Eq. 6 must use
 the compiled program's own time (``NestProfile.counter_seconds``), else a compiled, untiled
-matmul's L2 misses over ONNX Runtime's 7x shorter time read as a bandwidth no program
+matmul's L2 misses over ONNX Runtime's 6-7x shorter time read as a bandwidth no program
 achieved. Closed forms: 64 MiB over 50 ms is 1.342 GB/s (below theta), over 1 ms 67.1 GB/s.
 """
 

@@ -21,7 +21,8 @@ nest a decision unit:
     one iteration (a GEMV) canonicalize drops it, leaving ``for k{parallel(j)}``.
 ``tile`` (linalg, transform dialect; :mod:`placement.profiling.mlir.tiling`)
     Cache tiling of the interchanged GEMMs whose weight does not fit in L2: k and j
-    are tiled (sizes from the host's L1d and L2; 256 x 512 on this VM) and each block
+    are tiled (sizes from the host's L1d and L2: 256 x 512 for this VM's 48 KiB L1d and
+    1 MiB L2, :func:`~placement.profiling.mlir.tiling.tile_sizes_for`) and each block
     of the weight is packed into a contiguous buffer that stays in L2 while every row
     of A uses it: ``for k0{for j0{pack; parallel(i){for k{parallel(j)}}}}``. The tile
     loops carry the op's tag, so the outer ``scf.for`` is the nest's outermost loop. A
@@ -89,6 +90,7 @@ from placement.profiling.mlir.lower import (
 from placement.profiling.mlir.markers import set_module_nest_tags
 from placement.profiling.mlir.passes import run_passes
 from placement.profiling.mlir.tiling import (
+    OPTIMIZATION_FAILED,
     indexing_results,
     iterator_kinds,
     loop_trips,
@@ -97,7 +99,6 @@ from placement.profiling.mlir.tiling import (
 )
 
 VERSION = "host-compiled/2"  # /2: the tile step
-OPTIMIZATION_FAILED = "host optimization failed"
 STEPS = ("interchange", "tile", "math", "dead-stores", "fastmath", "vector-width", "aligned-alloc")
 DEFAULT_STEPS = STEPS
 FASTMATH = "reassoc,contract,arcp"
@@ -245,7 +246,7 @@ def optimize_program(
                 record["tiled"] = {}
                 record["tile_failed"] = str(exc)
                 module = ir.Module.parse(before)
-        run_passes(module, TO_PARALLEL_LOOPS, f"{program.source}: host optimization failed")
+        run_passes(module, TO_PARALLEL_LOOPS, f"{program.source}: {OPTIMIZATION_FAILED}")
         if "math" in steps:
             record["math_rewritten"] = _rewrite_math(module, program)
         # After the inliner: it deletes loops that have become empty, and a nest must

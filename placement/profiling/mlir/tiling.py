@@ -59,7 +59,7 @@ OPTIMIZATION_FAILED = "host optimization failed"
 
 @dataclass(frozen=True)
 class TilePlan:
-    """Tile sizes per loop of one linalg.generic (0 = not tiled) and why."""
+    """Tile sizes per loop of one linalg.generic (0 = not tiled) and the weight they keep."""
 
     tile_sizes: tuple[int, ...]
     weight_operand: int  # index of W among the op's operands
