@@ -27,6 +27,7 @@ from placement.blocks import Loop, Segment
 from placement.hardware.pim import PimSpec
 from placement.nests import LoopNest, NestOperand
 from placement.pim.instance import PimInstance
+from placement.profiling.counters import SIMULATED_EVENTS
 
 
 def hybrid_cost(instance: PimInstance, y: list[bool], copy: str) -> float:
@@ -326,3 +327,22 @@ def random_block_instance(
         inst = dataclasses.replace(base, blocks=loops)
         if len(BlockOracle(inst).units) <= max_units:
             return inst
+
+
+def sim(ir=0.0, d1r=0.0, d1w=0.0, llr=0.0, llw=0.0, line=64):
+    """Simulated counters with every name of SIMULATED_EVENTS."""
+    values = {
+        "sim.instructions": ir, "sim.data_reads": ir / 2, "sim.data_writes": ir / 4,
+        "sim.l1d_read_misses": max(d1r, llr), "sim.l1d_write_misses": max(d1w, llw),
+        "sim.ll_read_misses": llr, "sim.ll_write_misses": llw,
+        "sim.offcore_read_bytes": llr * line, "sim.offcore_write_bytes": llw * line,
+    }  # fmt: skip
+    assert set(values) == set(SIMULATED_EVENTS)
+    return values
+
+
+def big(i=0, nbytes=64 << 20, **kw):
+    """A streaming nest: reads one buffer of ``nbytes``, writes another."""
+    ops = (operand(f"a{i}", nbytes, read=True, written=False, kind="argument"),
+           operand(f"b{i}", nbytes, read=False, written=True, kind="argument"))  # fmt: skip
+    return nest(i, ops, n_iter=nbytes // 4, **kw)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from pim_oracles import nest, operand
+from pim_oracles import big, sim
 
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
@@ -20,32 +20,20 @@ from placement.pim.instance import PimInstance
 from placement.pim.pipeline import instance as pim_instance
 from placement.pim.report import read_bandwidth
 from placement.pim.rules import apply_operator_rule, decide, rule_placement
-from placement.profiling.counters import SIMULATED_EVENTS, TABLE1_EVENTS
+from placement.profiling.counters import TABLE1_EVENTS
 from placement.profiling.nest_profile import NestProfile
 
 SPEC = PimSpec()
 MB = 1 << 20
 BYTES = 64 * MB
-
-
-def sim_counters(read_bytes: float) -> dict[str, float]:
-    values = dict.fromkeys(SIMULATED_EVENTS, 0.0)
-    values |= {"sim.instructions": 1e6, "sim.ll_read_misses": read_bytes / 64,
-               "sim.l1d_read_misses": read_bytes / 64, "sim.offcore_read_bytes": read_bytes}
-    return values
-
-
-def stream(i: int = 0, node: str = "") -> object:
-    ops = (operand(f"a{i}", BYTES, read=True, written=False, kind="argument"),
-           operand(f"b{i}", BYTES, read=False, written=True, kind="argument"))  # fmt: skip
-    return nest(i, ops, n_iter=BYTES // 4, node=node)
+LINES = BYTES / 64  # the stream read once, in 64 B lines
 
 
 def ort_profile(counter_source: str = "simulated", jit: dict | None = None) -> NestProfile:
-    nests = [stream(0), stream(1)]
+    nests = [big(0), big(1)]
     detail = {"source": "ort", "jit_seconds": {"n000": 50e-3, "n001": 50e-3} if jit is None
               else jit}  # fmt: skip
-    counters = {n.id: sim_counters(BYTES) for n in nests}
+    counters = {n.id: sim(ir=1e6, llr=LINES) for n in nests}
     return NestProfile(
         nests=nests, t_cpu={"n000": 1e-3, "n001": 1e-3}, counters=counters,
         counter_source=counter_source, model_sha256="0" * 64, model_path="m.onnx",
@@ -56,10 +44,10 @@ def ort_profile(counter_source: str = "simulated", jit: dict | None = None) -> N
 
 @pytest.mark.unit
 def test_c3_uses_the_counted_programs_time_and_c1_keeps_t_cpu():
-    n = stream()
-    fast = decide(n, 1e-3, sim_counters(BYTES), SPEC)  # ORT's 1 ms as the denominator
+    n = big()
+    fast = decide(n, 1e-3, sim(ir=1e6, llr=LINES), SPEC)  # ORT's 1 ms as the denominator
     assert fast.place == "pim" and "BW_read 67.1 GB/s" in fast.reason
-    d = decide(n, 1e-3, sim_counters(BYTES), SPEC, counter_seconds=50e-3)
+    d = decide(n, 1e-3, sim(ir=1e6, llr=LINES), SPEC, counter_seconds=50e-3)
     c1, c3 = d.conditions[0], d.conditions[2]
     assert c1.passed and c1.value == 1e-3  # stage 1 still judges the host time
     assert d.place == "host" and not c3.passed and c3.value == pytest.approx(BYTES / 50e-3)
@@ -70,10 +58,10 @@ def test_c3_uses_the_counted_programs_time_and_c1_keeps_t_cpu():
         BYTES / 50e-3
     )
     # A counted program that took no time gives no bandwidth: C3 not evaluated, host.
-    zero = decide(n, 1e-3, sim_counters(BYTES), SPEC, counter_seconds=0.0)
+    zero = decide(n, 1e-3, sim(ir=1e6, llr=LINES), SPEC, counter_seconds=0.0)
     assert zero.place == "host" and zero.undetermined and zero.conditions[2].passed is None
     with pytest.raises(PlacementError, match="'n000': counted-program time must be a time"):
-        decide(n, 1e-3, sim_counters(BYTES), SPEC, counter_seconds=-1.0)
+        decide(n, 1e-3, sim(ir=1e6, llr=LINES), SPEC, counter_seconds=-1.0)
 
 
 @pytest.mark.unit
@@ -105,8 +93,8 @@ def test_instance_of_an_ort_profile_decides_c3_on_the_compiled_time():
 
 @pytest.mark.unit
 def test_operator_region_sums_the_counted_times():
-    a, b = stream(0, node="op"), stream(1, node="op")
-    counters = {"n000": sim_counters(BYTES), "n001": sim_counters(BYTES)}
+    a, b = big(0, node="op"), big(1, node="op")
+    counters = {"n000": sim(ir=1e6, llr=LINES), "n001": sim(ir=1e6, llr=LINES)}
     t = {"n000": 1e-3, "n001": 1e-3}
     d = apply_operator_rule([a, b], t, counters, SPEC, 32,
                             counter_seconds={"n000": 40e-3, "n001": 60e-3})["n000"]  # fmt: skip

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from pim_oracles import nest, operand
+from pim_oracles import big, nest, operand, sim
 
 from placement.hardware.pim import PimSpec, load_pim_hardware
 from placement.pim.instance import PimInstance
@@ -17,29 +17,10 @@ from placement.pim.rules import (
     simulated_store_bound,
 )
 from placement.pim.solve import solve_for_cores
-from placement.profiling.counters import SIMULATED_EVENTS
 from placement.profiling.nest_profile import NestProfile
 
 SPEC = PimSpec()
 MB = 1 << 20
-
-
-def sim(ir=0.0, d1r=0.0, d1w=0.0, llr=0.0, llw=0.0, line=64):
-    """Simulated counters with every name of SIMULATED_EVENTS."""
-    values = {
-        "sim.instructions": ir, "sim.data_reads": ir / 2, "sim.data_writes": ir / 4,
-        "sim.l1d_read_misses": max(d1r, llr), "sim.l1d_write_misses": max(d1w, llw),
-        "sim.ll_read_misses": llr, "sim.ll_write_misses": llw,
-        "sim.offcore_read_bytes": llr * line, "sim.offcore_write_bytes": llw * line,
-    }  # fmt: skip
-    assert set(values) == set(SIMULATED_EVENTS)
-    return values
-
-
-def big(i=0, nbytes=64 * MB, **kw):
-    ops = (operand(f"a{i}", nbytes, read=True, written=False, kind="argument"),
-           operand(f"b{i}", nbytes, read=False, written=True, kind="argument"))  # fmt: skip
-    return nest(i, ops, n_iter=nbytes // 4, **kw)
 
 
 def lines(nbytes):
