@@ -30,14 +30,12 @@ from placement.pim.granularity import (
     model_place,
     split_lines,
 )
-from placement.pim.rules import simulated_store_bound
+from placement.pim.rules import read_traffic, simulated_store_bound
 from placement.pim.solve import CoreResult
 from placement.pim.times import MODEL_SOURCE
 from placement.profiling.counters import (
     BACKEND_EVENTS,
     EV_BOUND_ON_STORES,
-    EV_OFFCORE_RD,
-    SIM_OFFCORE_READ_BYTES,
 )
 from placement.profiling.nest_profile import FILE, MEASURED, SIMULATED, NestProfile
 from placement.solvers.base import SolveStatus
@@ -72,16 +70,12 @@ def read_bandwidth(
     """Eq. 6 from the off-core read counter, else from the simulated off-core read bytes
     (simulated), each over ``counted`` (the counted program's time; default ``t_cpu``),
     else fetch_bytes / T_cpu (estimated)."""
-    has_counter = counters is not None and EV_OFFCORE_RD in counters
-    simulated = not has_counter and counters is not None and SIM_OFFCORE_READ_BYTES in counters
-    seconds = t_cpu if counted is None or not (has_counter or simulated) else counted
-    if seconds <= 0:
-        return Derived(None, not has_counter and not simulated, simulated)
-    if counters is not None and has_counter:
-        return Derived(counters[EV_OFFCORE_RD] * cache_line / seconds, False)
-    if counters is not None and simulated:
-        return Derived(counters[SIM_OFFCORE_READ_BYTES] / seconds, False, True)
-    return Derived(nest.fetch_bytes / seconds, True)
+    traffic = None if counters is None else read_traffic(counters, cache_line)
+    if traffic is not None:
+        nbytes, simulated = traffic
+        seconds = t_cpu if counted is None else counted
+        return Derived(nbytes / seconds if seconds > 0 else None, False, simulated)
+    return Derived(nest.fetch_bytes / t_cpu if t_cpu > 0 else None, True)
 
 
 def store_bound(counters: Mapping[str, float] | None) -> Derived:
@@ -334,7 +328,8 @@ def summary_lines(
         "",
     ]
     sources = results[0].placement.instance.pim_time_sources if results else {}
-    table, estimated_bw, simulated_any = _nest_rows(profile, spec, sources)
+    counted = profile.counter_seconds if profile.counters else {}
+    table, estimated_bw, simulated_any = _nest_rows(profile, spec, sources, counted)
     lines += text_table(
         [["nest", "origin", "N_iter", "N_total", "fetch", "flush", "T_cpu", "BW_read",
           "StoreBnd"], ["", "", "", "", "", "", "", "(GB/s)", ""]],
@@ -387,7 +382,6 @@ def summary_lines(
             f" counter is missing; {use}"
         )
     if simulated_any:
-        counted = profile.counter_seconds if profile.counters else {}
         over = ("the compiled program's time (the program simulated; T_cpu is ONNX Runtime's)"
                 if counted != dict(profile.t_cpu) else "T_cpu")  # fmt: skip
         lines.append(
@@ -400,12 +394,11 @@ def summary_lines(
 
 
 def _nest_rows(
-    profile: Any, spec: Any, sources: Mapping[str, str]
+    profile: Any, spec: Any, sources: Mapping[str, str], counted: Mapping[str, float]
 ) -> tuple[list[list[str]], bool, bool]:
-    """The cells of the nest table; whether any read bandwidth is estimated, and whether
-    any value is simulated."""
+    """The cells of the nest table (``counted``: each nest's counted program time); whether
+    any read bandwidth is estimated, and whether any value is simulated."""
     counters = profile.counters or {}
-    counted = profile.counter_seconds if counters else {}
     rows, estimated, simulated = [], False, False
     for n in profile.nests:
         t = profile.t_cpu[n.id]

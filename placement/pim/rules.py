@@ -319,6 +319,16 @@ def _c2(nest: LoopNest, cores: int) -> Condition:
     )  # fmt: skip
 
 
+def read_traffic(events: Mapping[str, float], cache_line: int) -> tuple[float, bool] | None:
+    """Eq. 6's ``n_rd * L`` in bytes from the off-core read counter, else from the
+    simulated off-core read bytes, and whether it is simulated; None without either."""
+    if EV_OFFCORE_RD in events:
+        return events[EV_OFFCORE_RD] * cache_line, False
+    if SIM_OFFCORE_READ_BYTES in events:
+        return events[SIM_OFFCORE_READ_BYTES], True
+    return None
+
+
 def _c3(
     nest: LoopNest, t_cpu: float, events: dict[str, float], spec: PimSpec, allow_estimates: bool,
     counter_seconds: float | None = None,
@@ -326,15 +336,14 @@ def _c3(
     theta = spec.theta
     simulated = False
     counted = t_cpu if counter_seconds is None else counter_seconds
-    if (EV_OFFCORE_RD in events or SIM_OFFCORE_READ_BYTES in events) and counted <= 0:
-        text = "the counted program's time is 0: no bandwidth"
-        return Condition("C3", None, text, None, theta, summary=text)
-    if EV_OFFCORE_RD in events:
-        bw = events[EV_OFFCORE_RD] * spec.cache_line / counted  # Eq. 6
+    traffic = read_traffic(events, spec.cache_line)
+    if traffic is not None:
+        if counted <= 0:
+            text = "the counted program's time is 0: no bandwidth"
+            return Condition("C3", None, text, None, theta, summary=text)
+        nbytes, simulated = traffic
+        bw = nbytes / counted  # Eq. 6 (simulated n_rd * L: module docstring)
         estimated = False
-    elif SIM_OFFCORE_READ_BYTES in events:
-        bw = events[SIM_OFFCORE_READ_BYTES] / counted  # simulated n_rd * L (module docstring)
-        estimated, simulated = False, True
     elif allow_estimates:
         bw = nest.fetch_bytes / t_cpu  # documented estimate, never silent
         estimated = True
