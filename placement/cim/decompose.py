@@ -234,26 +234,27 @@ class Frontier:
             return cls(instance, block, entry_on, exit_on, 0, {0: window},
                        [FrontierPoint(0, 0, window, window)], {0: None})  # fmt: skip
         sub = block_instance(instance, block, entry_on, exit_on, 0)
-        floors = {}
-        for r in sorted({0, *(sub.by_name[v].crossbars for v in block.operators
-                              if CIM in devices_of(instance, v))}):  # fmt: skip
-            floors[r] = trivial_bound(_restricted(sub, r))
+        cim_ops = [v for v in block.operators if CIM in devices_of(instance, v)]
+        xbars = [sub.by_name[v].crossbars for v in cim_ops]
+        floors = {r: trivial_bound(_restricted(sub, r)) for r in sorted({0, *xbars})}
         order = structure(sub, 1.0)["order"]
         ends = {ENTRY: entry_on, EXIT: exit_on}
         on_host = {v: True if ends.get(v) is None else bool(ends[v]) for v in order}
         everything_on_host = asap_schedule(sub, on_host, [v for v in order if on_host[v]])
-        reachable = 1  # bit s set: some subset of the block's CIM operators uses s crossbars
-        for v in block.operators:
-            if CIM in devices_of(instance, v):
-                reachable |= reachable << sub.by_name[v].crossbars
-        reachable &= (1 << (top + 1)) - 1
+        # Bit s set: some subset of the block's CIM operators uses s crossbars. Masked at
+        # every step, so the integer stays top + 1 bits (unmasked it grows to the block's
+        # total crossbar count: quadratic in the block's size).
+        mask = (1 << (top + 1)) - 1
+        reachable = 1
+        for c in xbars:
+            reachable = (reachable | reachable << c) & mask
         sums = tuple(s for s in range(top + 1) if reachable >> s & 1)
         return cls(instance, block, entry_on, exit_on, top, floors,
                    [_point(sub, block, 0, everything_on_host, floors[0])], sums=sums)  # fmt: skip
 
     def snap(self, room: int) -> int:
         """The most crossbars a placement within ``room`` can use: f(room) = f(snap)."""
-        return self.sums[bisect.bisect_right(self.sums, min(room, self.top)) - 1]
+        return self.sums[bisect.bisect_right(self.sums, room) - 1]  # every sum is <= top
 
     def floor(self, room: int) -> float:
         return self.floors[max(r for r in self.floors if r <= room)]
