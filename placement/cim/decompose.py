@@ -529,10 +529,10 @@ def decompose(
             ended = "out of time"
             break
         weight = float(sum(len(front.block.operators) for front, _ in todo))
-        round_end = None if now is None else now * (1 - ROUND_SHARE)
         if solve_batch is not None:
-            solved = _batch_round(todo, solve_batch, parallel, now, round_end, weight)
+            solved = _batch_round(todo, solve_batch, parallel, now, weight)
         else:
+            round_end = None if now is None else now * (1 - ROUND_SHARE)
             solved = 0
             for front, room in todo:
                 share = None
@@ -571,22 +571,20 @@ def decompose(
 
 def _batch_round(
     todo: list[tuple[Frontier, int]], solve_batch: BatchSolver, parallel: int,
-    now: float | None, round_end: float | None, weight: float,
+    now: float | None, weight: float,
 ) -> int:  # fmt: skip
     """One round's block solves through ``solve_batch``; how many ran."""
-    jobs: list[tuple[Frontier, int, float | None]] = []
+    jobs: list[tuple[Frontier, int, float | None, CimInstance, list[CimSchedule]]] = []
     for front, room in todo:
         share = None
-        if now is not None and round_end is not None:
+        if now is not None:
+            round_end = now * (1 - ROUND_SHARE)
             share = (now - round_end) * parallel * len(front.block.operators) / weight
             share = min(now, max(share, MIN_BLOCK_SECONDS))
         budget = front.budget_to_learn(room, share)
         if budget is not None:
-            jobs.append((front, budget, share))
-    tasks = [(front.task(budget), share) for front, budget, share in jobs]
-    results = solve_batch([(sub, share, starts) for (sub, starts), share in tasks])
-    for (front, budget, share), ((sub, _), _), (schedule, bound) in zip(
-        jobs, tasks, results, strict=True
-    ):
+            jobs.append((front, budget, share, *front.task(budget)))
+    results = solve_batch([(sub, share, starts) for _, _, share, sub, starts in jobs])
+    for (front, budget, share, sub, _), (schedule, bound) in zip(jobs, results, strict=True):
         front.record(budget, sub, schedule, bound, share)
     return len(jobs)
