@@ -21,7 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from typing import Any
 
-from placement.cim.deadline import MIN_SOLVE, Deadline, end_reserve
+from placement.cim.deadline import MIN_SOLVE, Deadline, Phases, end_reserve
 from placement.cim.decompose import Decomposed, decompose
 from placement.cim.instance import CimInstance
 from placement.cim.schedule import CimSchedule, best_start
@@ -86,8 +86,8 @@ def solve_decomposed(
         return None if now is None else max(now - reserve, 0.0)
 
     monitor = options.monitor
-    if monitor is not None:
-        monitor.phase("decomposition")
+    phases = Phases(monitor)
+    phases.start("decomposition")
     tick = time.perf_counter()
     with ExitStack() as stack:
         solve_batch = None
@@ -115,6 +115,7 @@ def solve_decomposed(
             solve_batch=solve_batch, parallel=workers,
         )  # fmt: skip
     seconds = time.perf_counter() - tick
+    phases.ran("decomposition", seconds)
     origin, schedule = best_start(instance, starts)
     if done.schedule.makespan <= schedule.makespan:
         origin, schedule = "decomposition", done.schedule
@@ -133,7 +134,7 @@ def solve_decomposed(
                      sum(s.constraints for s in sizes))  # fmt: skip
     extra = options.recorded() | done.to_json() | {
         "formulation": formulation, "block_statuses": statuses, "start_from": origin,
-        "workers": workers, "phases": [{"phase": "decomposition", "seconds": seconds}],
+        "workers": workers, "phases": phases.records,
     }  # fmt: skip
     result = SolveResult(
         status=status, solver=solver, objective=makespan, best_bound=bound, gap=gap,
