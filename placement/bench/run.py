@@ -269,8 +269,7 @@ def check_solvers(solvers: Sequence[str]) -> dict[str, str | None]:
     unknown = [s for s in solvers if s not in MODES]
     if unknown:
         raise PlacementError(f"unknown solver {unknown[0]!r}; known: {', '.join(MODES)}")
-    # the product's default needs HiGHS; without OR-Tools it runs HiGHS alone
-    return {s: unavailable_reason("highs" if s == PRODUCT_MODE else s) for s in solvers}
+    return {s: unavailable_reason(s) for s in solvers}  # PRODUCT_MODE is solve's "auto"
 
 
 def run_bench(

@@ -174,8 +174,9 @@ def resolve_solver(formulation: str, solver: str, warm_start: bool | None) -> st
 
 
 def unavailable_reason(solver: str) -> str | None:
-    """None when ``solver`` (a :data:`SOLVERS` name other than auto) can run here."""
-    names = ("cpsat", "highs") if solver == "cpsat+highs" else (solver,)
+    """None when ``solver`` (a :data:`SOLVERS` name) can run here. ``auto`` needs HiGHS
+    (without OR-Tools it runs HiGHS alone)."""
+    names = {"cpsat+highs": ("cpsat", "highs"), "auto": ("highs",)}.get(solver, (solver,))
     for name in names:
         reason = get_backend(name).unavailable_reason()
         if reason is not None:
