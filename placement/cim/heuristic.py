@@ -108,8 +108,9 @@ class _Evaluator:
 
     def done(self, stop_at: int) -> bool:
         """The search must stop: ``stop_at`` evaluations made, or the deadline passed."""
-        if self.evals >= stop_at:
-            return True
+        return self.evals >= stop_at or self.past_deadline()
+
+    def past_deadline(self) -> bool:
         if self.deadline is not None and time.perf_counter() >= self.deadline:
             self.timed_out = True
         return self.timed_out
@@ -342,7 +343,7 @@ def _improve_sequence(
     while improved and tries < limit:
         improved = False
         for p in range(len(order) - 1):
-            if tries >= limit or ev.done(ev.evals + 1):  # (the deadline only)
+            if tries >= limit or ev.past_deadline():
                 break
             a, b = order[p], order[p + 1]
             if g.descendants[a] >> b & 1:
