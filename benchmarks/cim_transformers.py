@@ -13,7 +13,8 @@ beside the CPU-only latency it is measured against.
 
 The LLaMA-style stack keeps LLaMA's layer (RMSNorm, q/k/v/o without biases, SwiGLU)
 at a width whose weights fit this machine (``--llama-hidden``, default 1024: 32 layers
-are ~0.4 G parameters, 1.6 GB fp32; LLaMA-7B's 4096 would be 27 GB).
+of 4h^2 + 3h*ffn weights, 0.40 G parameters by ``workloads.parameter_count``, 1.6 GB
+fp32; at LLaMA-7B's 4096 the same stack would be 6.5 G parameters, 25.9 GB).
 
     python benchmarks/cim_transformers.py [--time-limit 60] [--crossbars 25,50,100,200]
         [--past 128] [--runs 10] [--hardware x86-ryzen] [--models gpt2,llama]
@@ -29,7 +30,7 @@ from pathlib import Path
 import onnx
 
 from placement import cim, load_graph, load_hardware, profile_host
-from placement.networks.workloads import GPT2, decoder_stack
+from placement.networks.workloads import GPT2, LLAMA7B, decoder_stack
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -37,7 +38,7 @@ OUT = Path(__file__).resolve().parent / "out"
 def stacks(args: argparse.Namespace) -> dict[str, Path]:
     """The models asked for, built once into benchmarks/out/."""
     llama = {"hidden": args.llama_hidden, "heads": args.llama_hidden // 64,
-             "ffn": int(args.llama_hidden * 11008 / 4096)}  # fmt: skip
+             "ffn": LLAMA7B["ffn"] * args.llama_hidden // LLAMA7B["hidden"]}  # fmt: skip
     specs = {
         "gpt2": (f"gpt2_small_12l_past{args.past}", dict(GPT2, layers=12, kind="gpt2")),
         "llama": (f"llama_{args.llama_hidden}_32l_past{args.past}",
@@ -67,7 +68,8 @@ def main() -> None:
     ap.add_argument("--hardware", default="x86-ryzen")
     ap.add_argument("--llama-hidden", type=int, default=1024)
     args = ap.parse_args()
-    print(f"machine load before: {os.getloadavg()[0]:.2f} (1-minute average, 2 CPUs)")
+    load = os.getloadavg()[0]
+    print(f"machine load before: {load:.2f} (1-minute average, {os.cpu_count()} CPUs)")
     for name, path in stacks(args).items():
         tick = time.perf_counter()
         graph = load_graph(path)

@@ -69,7 +69,6 @@ def build_estimate(instance: CimInstance) -> float:
     return rows / ROWS_PER_SECOND
 
 
-
 class Phases:
     """What a solve did, in order: each phase's seconds, or why it was skipped; each phase
     announced to the solve's monitor as it starts."""
