@@ -12,7 +12,8 @@ tensors that ONNX inference leaves unknown are asked of ONNX Runtime's own infer
 (one session, no run). Random ops are never folded (``NONDETERMINISTIC_OPS``).
 
 Memory: inference runs on a skeleton of the model in which initializers above
-``INFERENCE_STUB_BYTES`` (weights: no shape depends on their values) are declared as
+:data:`~placement.weights.INLINE_MAX_BYTES` (weights: no shape depends on their values;
+every tensor ``read_onnx(load_weights=False)`` leaves in its file is over it) are declared as
 graph inputs of the same type instead of being copied, so a round costs the graph, not
 the weights (:func:`weightless`). Initializers that are references to their files
 (:mod:`placement.weights`) are read, when a node is folded, as memory-mapped arrays.
@@ -279,12 +280,9 @@ def strip_folded(model: onnx.ModelProto, state: FoldedModel) -> None:
     )
 
 
-INFERENCE_STUB_BYTES = INLINE_MAX_BYTES
-
-
 def weightless(model: onnx.ModelProto, state: FoldedModel | None = None) -> onnx.ModelProto:
     """The (folded) model for the checker and shape inference: constants over
-    INFERENCE_STUB_BYTES declared as graph inputs of their type, not copied."""
+    INLINE_MAX_BYTES declared as graph inputs of their type, not copied."""
     if state is None:
         state = FoldedModel(initializers={}, sparse={})
     graph = model.graph
@@ -299,14 +297,14 @@ def weightless(model: onnx.ModelProto, state: FoldedModel | None = None) -> onnx
     out.sparse_initializer.extend(graph.sparse_initializer)
     stubs: dict[str, onnx.ValueInfoProto] = {}
     for init in graph.initializer:
-        if _tensor_bytes(init) > INFERENCE_STUB_BYTES:
+        if _tensor_bytes(init) > INLINE_MAX_BYTES:
             stubs[init.name] = helper.make_tensor_value_info(
                 init.name, init.data_type, list(init.dims)
             )
         else:
             out.initializer.append(init)
     for name, value in state.values.items():
-        if value.nbytes > INFERENCE_STUB_BYTES:
+        if value.nbytes > INLINE_MAX_BYTES:
             elem = helper.np_dtype_to_tensor_dtype(value.dtype)
             stubs[name] = helper.make_tensor_value_info(name, elem, list(value.shape))
         else:

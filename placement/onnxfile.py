@@ -20,12 +20,17 @@ import onnx
 from onnx.external_data_helper import (
     ExternalDataInfo,
     load_external_data_for_model,
-    load_external_data_for_tensor,
 )
 
 from placement.errors import PlacementError
 from placement.machine import available_memory
-from placement.weights import INLINE_MAX_BYTES, ITEMSIZE, embedded_as_references, is_reference
+from placement.weights import (
+    INLINE_MAX_BYTES,
+    ITEMSIZE,
+    embedded_as_references,
+    inline,
+    is_reference,
+)
 
 # Random ops: folding one would freeze a single draw into a constant, so neither
 # ONNX Runtime nor our ingestion folds them.
@@ -64,8 +69,9 @@ def read_onnx(path: str | Path, *, load_weights: bool = True) -> onnx.ModelProto
         model = _parse(path, load_weights)
         if not model.HasField("graph"):
             raise PlacementError(f"{path}: not a readable ONNX model (no graph)")
-        if check_external_data(model, path):
-            check_fits_in_memory(path, model_file_bytes(model, path))
+        files = check_external_data(model, path)
+        if files:
+            check_fits_in_memory(path, sum(f.stat().st_size for f in files | {path.resolve()}))
             if load_weights:
                 load_external_data_for_model(model, str(path.parent))
             else:
@@ -95,9 +101,7 @@ def _load_small_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
     inference reads small constants); larger ones stay references."""
     for _, tensor in _all_tensors(model):
         if is_reference(tensor) and _data_bytes(tensor) <= INLINE_MAX_BYTES:
-            load_external_data_for_tensor(tensor, str(base_dir))
-            tensor.data_location = onnx.TensorProto.DEFAULT
-            del tensor.external_data[:]
+            inline(tensor, base_dir)
 
 
 def _data_bytes(tensor: onnx.TensorProto) -> int:
@@ -105,18 +109,6 @@ def _data_bytes(tensor: onnx.TensorProto) -> int:
     if length is not None:
         return int(length)
     return math.prod(tensor.dims) * ITEMSIZE.get(tensor.data_type, 1)
-
-
-def model_file_bytes(model: onnx.ModelProto, path: str | Path) -> int:
-    """Bytes of the model file and of the distinct external data files it names (checked
-    by :func:`check_external_data` before)."""
-    path = Path(path)
-    files = {path.resolve()}
-    base = path.absolute().parent
-    for _, tensor in _all_tensors(model):
-        if is_reference(tensor):
-            files.add((base / ExternalDataInfo(tensor).location).resolve())
-    return sum(f.stat().st_size for f in files)
 
 
 def available_memory_bytes() -> int | None:
@@ -145,9 +137,9 @@ def check_fits_in_memory(path: str | Path, need_bytes: int, limit_bytes: int | N
     )
 
 
-def check_external_data(model: onnx.ModelProto, path: str | Path) -> int:
-    """Refuse external data outside the directory of the model file ``path``; return how
-    many tensors have external data.
+def check_external_data(model: onnx.ModelProto, path: str | Path) -> set[Path]:
+    """Refuse external data outside the directory of the model file ``path``; return the
+    real paths of the files it names (empty: no external data).
 
     ONNX resolves a tensor's ``location`` against the model's directory: an absolute
     location, ``..`` or a symbolic link could make loading a model read any file this
@@ -156,11 +148,10 @@ def check_external_data(model: onnx.ModelProto, path: str | Path) -> int:
     """
     path = Path(path)
     base = path.absolute().parent.resolve()
-    count = 0
+    files: set[Path] = set()
     for kind, tensor in _all_tensors(model):
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
             continue
-        count += 1
         location = ExternalDataInfo(tensor).location
         what = f"{path}: the external data of {kind} at {location!r}"
         if not location or "\0" in location:
@@ -177,7 +168,8 @@ def check_external_data(model: onnx.ModelProto, path: str | Path) -> int:
             )
         if not target.is_file():
             raise PlacementError(f"{what} is missing (looked for {target})")
-    return count
+        files.add(target)
+    return files
 
 
 def _all_tensors(model: onnx.ModelProto) -> Iterator[tuple[str, onnx.TensorProto]]:

@@ -147,4 +147,3 @@ def test_an_explicit_limit_in_bytes(tmp_path):
         f"{tmp_path / 'm.onnx'}: the model takes 3 GB with its weights, more than the 2 GB"
         " memory limit: it cannot be profiled here; free memory or use a machine with more"
     )
-

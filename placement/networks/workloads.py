@@ -70,7 +70,7 @@ IR_VERSION = 8
 GPTJ_ROTARY_DIM = 64
 ROWS = 64  # rows of the row-wise operators (softmax, layernorm, rmsnorm)
 DW_CHANNELS = 32  # channels of the depthwise convolution
-MAC_DEPTH = 64  # products each of mac's N x N accumulators adds (the row-wise operators' width)
+MAC_DEPTH = 64  # products each of mac's N x N accumulators adds (as many as ROWS)
 
 
 class _Graph:

@@ -96,8 +96,6 @@ def memory_limit(memory_limit_gb: float | None = None) -> MemoryLimit | None:
     )
 
 
-
-
 # --------------------------------------------------------------------------- estimates
 
 
