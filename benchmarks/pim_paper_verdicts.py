@@ -39,9 +39,12 @@ widths (see :data:`DECODER_PAST`).
 Profiles are cached under ``benchmarks/out/pim_verdicts/`` (gitignored), one JSON per
 workload, size and source, each made in its own process; a re-run only evaluates
 (``--refresh`` re-profiles). The first full run makes 100 profiles (50 workload sizes x
-compiled and jit; about three hours on this shared 2-core VM, over one of them for the
-callgrind simulation of the compiled 2048^3 matmul); ``--quick`` profiles and evaluates
-only the claims the issue requires (the verdict classes of item 5).
+compiled and jit): about 45 minutes on this 2-core VM at load 0.2-1.9, 23 of them for
+the callgrind simulation of the compiled 2048^3 matmul, and three hours at load 4-7.
+Profile on a quiet machine: the load slows every measured T_cpu, and so lowers every
+simulated bandwidth (traffic / T_cpu); the output's header gives the load the cached
+profiles were measured at. ``--quick`` profiles and evaluates only the claims the issue
+requires (the verdict classes of item 5).
 
     python benchmarks/pim_paper_verdicts.py                 # all claims (profiles cached)
     python benchmarks/pim_paper_verdicts.py --quick         # the required verdict classes
@@ -112,6 +115,25 @@ def run_jobs(todo: list[Job], refresh: bool, timeout: float) -> list[str]:
 # --------------------------------------------------------------------------- parent
 
 
+def profile_loads(todo: list[Job]) -> str:
+    """The load average the cached profiles were measured at (ONNX Runtime's profile
+    records it) and their dates: T_cpu, and every bandwidth over it, moves with the load."""
+    loads, dates = [], []
+    for job in todo:
+        if not job.profile_path.exists():
+            continue
+        meta = json.loads(job.profile_path.read_text()).get("metadata") or {}
+        load = ((meta.get("onnxruntime") or {}).get("machine_load") or {}).get("loadavg_before")
+        if load is not None:
+            loads.append(load)
+        if meta.get("date"):
+            dates.append(meta["date"][:16])
+    if not loads:
+        return "load not recorded"
+    return (f"{len(loads)} measured at load average {min(loads):.1f}-{max(loads):.1f}"
+            f" (1 minute, {os.cpu_count()} CPUs), {min(dates)} to {max(dates)}")
+
+
 def machine_load() -> str:
     try:
         text = Path("/proc/loadavg").read_text().split()
@@ -144,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     from pim_verdict_tables import evaluate_all, print_rows
 
     rows = evaluate_all(args.quick)
+    print(f"# profiles: {profile_loads(todo)}")
     print_rows(rows)
     print(f"# after: {machine_load()}")
     if args.json:
