@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cim_pipeline import branched_instance  # noqa: E402
 
-from placement.cim.heuristic import heuristic_schedule  # noqa: E402
 from placement.cim.instance import CimEdge, CimInstance, CimOperator  # noqa: E402
-from placement.cim.solve import solve  # noqa: E402
+from placement.cim.list_scheduling import heuristic_schedule  # noqa: E402
+from placement.cim.pipeline import solve  # noqa: E402
 
 
 def dense_branched_instance(n_ops: int, seed: int = 0, budget: int = 100) -> CimInstance:

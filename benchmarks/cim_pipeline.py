@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator, cim_instance
-from placement.cim.solve import solve
+from placement.cim.pipeline import solve
 from placement.graph import load_graph
 from placement.hardware.base import default_preset_for
 from placement.hardware.cim import load_hardware

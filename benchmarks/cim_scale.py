@@ -84,9 +84,9 @@ def main() -> None:
     ap.add_argument("--load", action="store_true",
                     help="also time handing the built model to HiGHS (set_instance)")
     args = ap.parse_args()
-    from placement.cim.solve import resolve_formulation, solve
-    from placement.models.cim.build import formulation_families
-    from placement.models.cim.structure import structure
+    from placement.cim.pipeline import resolve_formulation, solve
+    from placement.models.cim_makespan.build import formulation_families
+    from placement.models.cim_makespan.structure import structure
 
     solve_head = f"{'status':>14}{'gap %':>9}{'wall s':>8}{'peak MB':>9}  method"
     print(f"{'n':>6}{'w':>3}{'ops':>7}{'pairs':>8}{'pairs s':>9}{'struct s':>9}{'heur s':>9}"
@@ -126,8 +126,8 @@ def main() -> None:
 
 def _build_columns(inst: CimInstance, families: tuple[str, ...], load: bool) -> str:
     """heur s, build s, size s, rows, peak MB (and load s with ``load``)."""
-    from placement.cim.heuristic import heuristic_schedule
-    from placement.models.cim.build import build_cim_model
+    from placement.cim.list_scheduling import heuristic_schedule
+    from placement.models.cim_makespan.build import build_cim_model
     from placement.solvers.contrib import contrib_solver, model_size
 
     t0 = time.process_time()

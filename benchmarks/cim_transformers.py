@@ -82,7 +82,7 @@ def main() -> None:
               f" {'makespan':>10} {'speed-up':>9} {'offloaded':>10}")  # fmt: skip
         for crossbars in (int(c) for c in args.crossbars.split(",")):
             hardware = load_hardware(args.hardware, crossbars=crossbars, t_mvm_ns=50)
-            instance = cim.instance(graph, profile, hardware)
+            instance = cim.build_instance(graph, profile, hardware)
             tick = time.perf_counter()
             placed = cim.solve(instance, time_limit=args.time_limit)
             wall = time.perf_counter() - tick

@@ -158,7 +158,8 @@ def stages_child(path: str, runs: int, warmup: int, time_limit: float) -> None:
     graph = stage("load_graph", lambda: load_graph(path))
     profile = stage("profile", lambda: profile_host(graph, runs=runs, warmup=warmup))
     hardware = load_hardware("x86-ryzen")
-    stage("solve", lambda: cim.solve(cim.instance(graph, profile, hardware), time_limit=time_limit))
+    instance = cim.build_instance(graph, profile, hardware)
+    stage("solve", lambda: cim.solve(instance, time_limit=time_limit))
     print(json.dumps(peaks))
 
 

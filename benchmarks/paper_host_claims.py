@@ -6,7 +6,7 @@ latencies of both hosts from the host model (presets ``arm-a72-model`` and
 ``x86-ryzen-model``, an estimate; constants and sources in
 ``placement/hardware/presets/{arm-a72,x86-ryzen}.toml``), builds the CIM instances of the
 paper's four int8 networks on its DSE grid (25/50/100/200 crossbars x 50/100/500/1000 ns
-MVM latency) and solves each with ``placement.cim.solve.solve(instance,
+MVM latency) and solves each with ``placement.cim.pipeline.solve(instance,
 time_limit=...)`` (product defaults otherwise; as ``placement sweep`` does, each point also
 starts from the placement of the next smaller crossbar budget at the same MVM latency,
 which fits and can only get faster, so results are monotone in the budget). Then, per
@@ -35,7 +35,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from placement.cim.instance import cim_instance
-from placement.cim.solve import solve
+from placement.cim.pipeline import solve
 from placement.errors import PlacementError
 from placement.graph import load_graph
 from placement.hardware.cim import load_hardware, with_overrides

@@ -70,7 +70,8 @@ from pim_verdict_jobs import BIG_RUNS, BIG_WARMUP, OUT, RUNS, TABLE5, WARMUP, Jo
 def profile_child(workload: str, n: int, source: str) -> None:
     """Build, lower and profile one workload (this process); write the cached files."""
     from placement.networks.workloads import build
-    from placement.pim.pipeline import lower_model, nest_loops, profile_nests
+    from placement.profiling.mlir.loops import nest_loops
+    from placement.profiling.nest_measure import lower_model, profile_nests
 
     job = Job(workload, n, source)
     job.profile_path.parent.mkdir(parents=True, exist_ok=True)

@@ -86,13 +86,13 @@ def run_one(name: str, n: int, runs: int, warmup: int, cores: list[int], workdir
     from placement.hardware.pim import load_pim_hardware
     from placement.networks.workloads import WORKLOADS
     from placement.pim.instance import PimInstance
-    from placement.pim.pipeline import instance as pim_instance
-    from placement.pim.pipeline import profile_nests
+    from placement.pim.instance import build_instance as pim_instance
+    from placement.pim.pipeline import solve as solve_pim
+    from placement.pim.pipeline import solve_for_cores
     from placement.pim.rules import operator_rule_placement
-    from placement.pim.solve import solve as solve_pim
-    from placement.pim.solve import solve_for_cores
-    from placement.pim.verify import evaluate_placement
+    from placement.pim.verifier import evaluate_placement
     from placement.profiling.mlir.lower import lower_onnx
+    from placement.profiling.nest_measure import profile_nests
 
     wl = WORKLOADS[name]
     out: dict[str, Any] = {"workload": name, "category": wl.category, "N": n,

@@ -22,11 +22,11 @@ from typing import Any
 from pim_verdict_jobs import CORES, Job, fig_size
 
 from placement.hardware.pim import load_pim_hardware
-from placement.pim import instance as pim_instance
-from placement.pim.pipeline import apportion_ort
+from placement.pim.instance import build_instance as pim_instance
+from placement.pim.pipeline import solve_for_cores
 from placement.pim.rules import RuleDecision
-from placement.pim.solve import solve_for_cores
 from placement.profiling.nest_profile import NestProfile
+from placement.profiling.ort.apportion import apportion_ort
 
 HOLDS, SHAPE, DIFFERS, NA = "holds", "shape only", "differs", "n/a"
 REL_TOL = 0.15

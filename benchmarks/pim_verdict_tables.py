@@ -61,10 +61,10 @@ from pim_verdict_runs import (
 from pim_verdict_theta import window_line
 
 from placement.blocks import Loop
-from placement.pim import instance as pim_instance
+from placement.pim.instance import build_instance as pim_instance
+from placement.pim.pipeline import solve_for_cores
 from placement.pim.rules import operator_rule_placement
-from placement.pim.solve import solve_for_cores
-from placement.pim.verify import evaluate_placement
+from placement.pim.verifier import evaluate_placement
 
 TABLE4_PAPER: dict[str, tuple[int | None, dict[int, int], str]] = {
     "mac": (3, {256: 0, 1024: 0, 2048: 1, 4096: 2}, "monotone"),

@@ -5,7 +5,7 @@
 One synthetic branched instance (``dense_branched_instance`` of cim_formulations.py, as
 many parallel pairs per operator as YOLOv5n) solved to proven optimality with the
 tightened formulation, one solver thread, no time limit that binds: the wall time of
-``placement.cim.solve`` with a ``SolveProgress`` monitor (terminal mode, redrawn twice a
+``placement.cim.pipeline`` with a ``SolveProgress`` monitor (terminal mode, redrawn twice a
 second into /dev/null: the most work the line does) and without, alternated, ``--runs``
 of each. Prints every run, then per solver the medians side by side, the number of
 progress callbacks the monitor received, and the machine's load average.
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cim_formulations import dense_branched_instance  # noqa: E402
 
-from placement.cim.solve import solve  # noqa: E402
+from placement.cim.pipeline import solve  # noqa: E402
 from placement.cli.progress import SolveProgress  # noqa: E402
 
 

@@ -4,7 +4,8 @@ The public API, for the CPU + compute-in-memory target::
 
     from placement import load_graph, load_hardware, profile_host, cim
     graph = load_graph("model.onnx")
-    instance = cim.instance(graph, profile_host(graph), load_hardware("x86-ryzen", crossbars=50))
+    hardware = load_hardware("x86-ryzen", crossbars=50)
+    instance = cim.build_instance(graph, profile_host(graph), hardware)
     model = cim.build_model(instance, formulation="bounded")   # a Pyomo model you may extend
     placement = cim.solve(instance)                            # always verified
 
@@ -12,7 +13,7 @@ and the same shape for processing-in-memory loop nests::
 
     from placement import load_hardware, pim
     profile = pim.profile("model.onnx")                        # lowered with torch-mlir, timed
-    instance = pim.instance(profile, load_hardware("pim-icelake", cores=64))
+    instance = pim.build_instance(profile, load_hardware("pim-icelake", cores=64))
     model = pim.build_model(instance, copy="exact")
     placement = pim.solve(instance)
 

@@ -2,9 +2,9 @@
 reference that ``tests/models/test_model_identity.py`` compares the product's models with.
 
 Each family is written the plain Pyomo way (component indexing, operator overloading),
-exactly as ``placement/models/cim/paper.py`` and ``bounds.py`` stated them up to
+exactly as ``placement/models/cim_makespan/paper.py`` and ``bounds.py`` stated them up to
 commit c39f10c. :func:`reference_model` builds a model with them on the scaffolding of
-:func:`placement.models.cim.build.build_cim_model` (sets, data, variables), so the two
+:func:`placement.models.cim_makespan.build.build_cim_model` (sets, data, variables), so the two
 models differ only in how the rows were constructed.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-from placement.models.cim.bounds import pair_big_m
-from placement.models.cim.build import build_cim_model
-from placement.models.cim.problem import CimProblem
-from placement.models.cim.structure import structure
+from placement.models.cim_makespan.bounds import pair_big_m
+from placement.models.cim_makespan.build import build_cim_model
+from placement.models.cim_makespan.problem import CimProblem
+from placement.models.cim_makespan.structure import structure
 
 
 def add_makespan(m: pyo.ConcreteModel) -> None:

@@ -17,7 +17,7 @@ import pyomo.environ as pyo
 from pyomo.opt import ProblemFormat
 
 from placement.cim.instance import CimInstance
-from placement.cim.solve import build_model, resolve_formulation
+from placement.cim.pipeline import build_model, resolve_formulation
 from placement.errors import PlacementError
 from placement.io import replacing, write_json_atomic
 from placement.solvers.base import ModelSize

@@ -4,7 +4,7 @@ For each network (a name from :data:`placement.networks.zoo.NETWORKS`, generated
 int8, or an ONNX path), each hardware preset and each grid point (the paper's DSE grid
 of 25/50/100/200 crossbars x 50/100/500/1000 ns MVM latency, or the preset alone), the
 CIM instance is built once and every (formulation, solver) combination is run on it.
-Every placement is verified (``placement.cim.verify.verify_cim``); the ``verified`` column
+Every placement is verified (``placement.cim.verifier.verify_cim``); the ``verified`` column
 says so per run. Host latencies are profiled once per network and cached as
 ``<out>/profiles/<network>-<sha12>.json`` (reused on rerun when the ONNX file is the same);
 hardware whose host sets ``latency = "model"`` (``arm-a72-model``, ``x86-ryzen-model``)
@@ -14,12 +14,12 @@ from (:mod:`placement.hardware.hostcheck`); a profile measured on another archit
 than a hardware's host is one warning per network and hardware.
 
 Solvers ("modes"), every run through the one CIM pipeline
-(:func:`placement.cim.solve.solve`: same extraction, fallback and verification):
+(:func:`placement.cim.pipeline.solve`: same extraction, fallback and verification):
 
 * ``highs`` (default), ``scip``, ``cbc``, ``gurobi``: the Pyomo ILP of each formulation
   (``faithful``: the paper's Eqs. 5-14 as is, no start; ``tightened``: valid
   inequalities + per-pair big-M, with the list-scheduling heuristic as MIP start).
-* ``cpsat``: the OR-Tools CP-SAT interval model (``placement.cim.cpsat``); its
+* ``cpsat``: the OR-Tools CP-SAT interval model (``placement.cim.cpsat_route``); its
   formulation column reads ``interval`` and it runs once per point.
 * ``auto``: what ``placement solve`` runs by default (formulation, solver and method
   ``auto``: possibly the decomposition at bottlenecks); its formulation column reads
@@ -65,8 +65,8 @@ from placement.bench.summary import (
     summarize,
 )
 from placement.cim.instance import CimInstance, check_latencies, cim_instance
+from placement.cim.pipeline import solve, unavailable_reason
 from placement.cim.schedule import CimSchedule
-from placement.cim.solve import solve, unavailable_reason
 from placement.errors import PlacementError, repeated
 from placement.graph import load_graph
 from placement.hardware.cim import load_hardware, with_overrides
@@ -113,7 +113,7 @@ def run_one(
     threads: int | None = None,
     warm_start: bool | None = None,
 ) -> RunOutcome:
-    """One run through the CIM pipeline (:func:`placement.cim.solve.solve`), verified.
+    """One run through the CIM pipeline (:func:`placement.cim.pipeline.solve`), verified.
 
     ``warm_start`` None means: the heuristic start for ``tightened`` only. The CP-SAT
     modes take no formulation (their column reads ``interval`` / ``tightened``).

@@ -1,7 +1,7 @@
 """The CIM pipeline's decomposed solve: :func:`placement.cim.decompose.decompose` with each
 block solved by the pipeline itself, whole, in this process or in worker processes.
 
-The pipeline (:func:`placement.cim.solve.solve`) passes itself in as ``solve_fn``, so this
+The pipeline (:func:`placement.cim.pipeline.solve`) passes itself in as ``solve_fn``, so this
 module does not import it: the layers stay a tree. With ``workers > 1`` a round's block
 solves run in that many spawned processes (``spawn``, not ``fork``: the parent may run
 threads, such as the progress line's, that a forked child would inherit half-held); each

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
 from placement.cim.schedule import CimSchedule, asap_schedule, latency, retime
-from placement.models.cim.structure import reachability, structure
+from placement.models.cim_makespan.structure import reachability, structure
 
 HOST, CIM = True, False
 ENTRY, EXIT = "__entry__", "__exit__"

@@ -8,8 +8,9 @@ crossbar count ``N_crossbar,v``; per data edge the transfer latency
 ONNX, profiling or hardware files, so models, solvers, verifiers and oracles
 can be tested on hand-made instances. All times are in seconds.
 
-:func:`cim_instance` is where the three sources of numbers meet: host latencies
-(``T_host,v``: measured by ONNX Runtime, or estimated by the analytical host model
+:func:`cim_instance` is where the three sources of numbers meet (:func:`build_instance`,
+the public ``cim.build_instance``, takes them from a profile and a hardware description):
+host latencies (``T_host,v``: measured by ONNX Runtime, or estimated by the analytical host model
 :mod:`placement.devices.host` when the hardware's host says ``latency = "model"``), the
 analytical accelerator model (``T_acc,v``, ``N_crossbar,v``) and the bus model
 (``T_transfer``).
@@ -21,6 +22,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import networkx as nx
 
@@ -29,8 +31,8 @@ from placement.devices.host import host_latencies as modelled_host_latencies
 from placement.errors import PlacementError
 from placement.graph import OpGraph
 from placement.hardware.base import HostSpec
-from placement.hardware.cim import CimSpec
-from placement.models.cim.structure import bits_of, reachability
+from placement.hardware.cim import CimSpec, Hardware
+from placement.models.cim_makespan.structure import bits_of, reachability
 
 
 @dataclass(frozen=True)
@@ -253,6 +255,30 @@ def cim_instance(
         for src, dst, _tensors in graph.edges
     ]
     return CimInstance.build(operators, edges, spec.crossbars)
+
+
+def build_instance(graph: OpGraph, profile: Any, hardware: Hardware | CimSpec) -> CimInstance:
+    """The ILP's data: ``graph``'s operators with host latencies from ``profile`` (a host
+    profile of this very model, or a mapping operator -> seconds) on ``hardware``.
+
+    Hardware whose host sets ``latency = "model"`` (e.g. preset ``arm-a72-model``) takes
+    the host latencies from the analytical host model, an estimate; ``profile`` may then
+    be None and is not used."""
+    latencies: Mapping[str, float] | None
+    host = hardware.host if isinstance(hardware, Hardware) else None
+    if profile is None or (host is not None and host.modelled):
+        latencies = None
+    elif isinstance(profile, Mapping):
+        latencies = profile
+    else:
+        if not hasattr(profile, "latencies"):
+            raise PlacementError(
+                f"a host profile or a mapping of operator latencies, not {type(profile).__name__}"
+            )
+        profile.check_matches(graph.sha256, graph.path)
+        latencies = profile.latencies
+    spec = hardware.cim if isinstance(hardware, Hardware) else hardware
+    return cim_instance(graph, latencies, spec, host=host)
 
 
 def _check_budget(graph: OpGraph, operators: list[CimOperator], spec: CimSpec) -> None:

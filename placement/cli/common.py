@@ -301,7 +301,7 @@ def measure_host(args: argparse.Namespace, model_path: str) -> Any:
 
 def lower(args: argparse.Namespace) -> Any:
     """``args.model`` lowered to its loop nests (a LoweredProgram), with a line saying so."""
-    from placement.pim.pipeline import lower_model, model_sha256
+    from placement.profiling.nest_measure import lower_model, model_sha256
 
     model_sha256(args.model)  # a missing file fails before torch-mlir is loaded
     started = time.perf_counter()
@@ -317,12 +317,20 @@ def lower(args: argparse.Namespace) -> Any:
 def measure_nests(
     args: argparse.Namespace, check_nests: Callable[[list[str]], None] | None = None
 ) -> Any:
-    """Lower ``args.model`` and time its loop nests in the MLIR JIT (a NestProfile).
+    """Lower ``args.model`` and time its loop nests in the MLIR JIT (a NestProfile), with
+    the counters of ``--counters-source`` and the host times of ``--host-times`` and
+    ``--cache`` where the command has them (else their defaults).
 
     ``check_nests`` is called with the nest ids once the model is lowered, before anything
-    is timed (files keyed by nest id fail fast)."""
-    from placement.pim.pipeline import profile_nests
+    is timed (files keyed by nest id fail fast). An impossible choice, such as
+    ``--host-times ort`` for .mlir, fails before anything is lowered."""
+    from placement.profiling.nest_measure import profile_nests, resolve_cache, resolve_host_times
 
+    host_times = getattr(args, "host_times", None)
+    cache = getattr(args, "cache", None)
+    if host_times is not None:
+        resolve_host_times(host_times, args.model)
+    resolve_cache(cache)
     program = lower(args)
     if check_nests is not None:
         check_nests([n.id for n in program.nests])
@@ -337,7 +345,8 @@ def measure_nests(
     started = time.perf_counter()
     profile = profile_nests(
         args.model, args.runs, args.warmup, progress=progress, program=program,
-        memory_limit_gb=args.memory_limit,
+        memory_limit_gb=args.memory_limit, counters=getattr(args, "counters_source", None),
+        host_times=host_times, cache=cache,
     )  # fmt: skip
     meta = profile.metadata
     checked = (

@@ -26,8 +26,8 @@ def add_arguments(nests: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from placement.io import write_json_atomic
-    from placement.pim.pipeline import model_sha256
-    from placement.pim.report import nest_table
+    from placement.pim.output import nest_table
+    from placement.profiling.nest_measure import model_sha256
 
     if args.json:
         check_output_file(args.json, "--json")

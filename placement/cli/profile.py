@@ -73,7 +73,7 @@ CACHE_CHOICES = ("warm", "cold")
 
 def host_times_options(group: argparse._ActionsContainer) -> None:
     """``--host-times`` and ``--cache`` of ``--target pim`` (no defaults here: applied by
-    placement.pim.pipeline, so that their use with --target cim can be refused)."""
+    placement.profiling.nest_measure, so that their use with --target cim can be refused)."""
     group.add_argument(
         "--host-times",
         choices=HOST_TIMES_CHOICES,
@@ -93,20 +93,9 @@ def host_times_options(group: argparse._ActionsContainer) -> None:
     )
 
 
-def pim_host_times(args: argparse.Namespace) -> Any:
-    """The context in which ``profile_nests`` takes ``--host-times``/``--cache`` (an
-    impossible choice, such as ort for .mlir, fails here, before anything is lowered)."""
-    from placement.pim.pipeline import default_host_times, resolve_host_times
-
-    host_times = getattr(args, "host_times", None)
-    if host_times is not None:
-        resolve_host_times(host_times, args.model)
-    return default_host_times(host_times, getattr(args, "cache", None))
-
-
 def report_host_times(args: argparse.Namespace, profile: Any) -> None:
     """The baseline lines and the timing warnings of a nest profile measured now."""
-    from placement.pim.report import baseline_lines
+    from placement.pim.output import baseline_lines
 
     for line in baseline_lines(profile):
         info(args, line)
@@ -136,8 +125,7 @@ def profile_cim(args: argparse.Namespace) -> int:
 
 def profile_pim(args: argparse.Namespace) -> int:
     check_output_file(args.output, "-o")
-    with pim_host_times(args):
-        profile = measure_nests_with_counters(args)
+    profile = measure_nests_with_counters(args)
     report_host_times(args, profile)
     profile.save(args.output)
     info(args, f"saved nest profile of {len(profile.nests)} nests to {args.output}")
@@ -150,12 +138,9 @@ def profile_pim(args: argparse.Namespace) -> int:
 def measure_nests_with_counters(
     args: argparse.Namespace, check_nests: Callable[[list[str]], None] | None = None
 ) -> Any:
-    """:func:`~placement.cli.common.measure_nests` with the counters of
-    ``--counters-source`` (measure_nests itself takes no counter source)."""
-    from placement.pim.pipeline import default_counter_source
-
-    with default_counter_source(args.counters_source):
-        profile = measure_nests(args, check_nests)
+    """:func:`~placement.cli.common.measure_nests`, with a line on the simulated
+    counters' cost when the profile has them."""
+    profile = measure_nests(args, check_nests)
     sim = profile.metadata.get("simulation")
     if profile.simulated and isinstance(sim, dict):
         info(

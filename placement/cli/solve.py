@@ -32,7 +32,6 @@ from placement.cli.profile import (
     counters_source_option,
     host_times_options,
     measure_nests_with_counters,
-    pim_host_times,
 )
 from placement.cli.progress import solve_progress
 from placement.errors import PlacementError, repeated
@@ -202,8 +201,8 @@ def run(args: argparse.Namespace) -> int:
 
 def solve_cim(args: argparse.Namespace) -> int:
     from placement.cim.instance import cim_instance
-    from placement.cim.report import host_source, result_document, summary_lines
-    from placement.cim.solve import (
+    from placement.cim.output import host_source, result_document, summary_lines
+    from placement.cim.pipeline import (
         block_choices,
         resolve_formulation,
         resolve_method,
@@ -330,11 +329,12 @@ def host_profile(args: argparse.Namespace, graph: Any) -> tuple[Any, dict[str, A
 def solve_pim(args: argparse.Namespace) -> int:
     from placement.hardware.pim import load_pim_hardware
     from placement.io import write_json_atomic
-    from placement.pim.pipeline import instance, model_sha256, with_counters_file
-    from placement.pim.report import pim_document, summary_lines
-    from placement.pim.solve import solve_for_cores
+    from placement.pim.instance import build_instance
+    from placement.pim.output import pim_document, summary_lines
+    from placement.pim.pipeline import solve_for_cores
     from placement.pim.times import load_pim_times
     from placement.profiling.counters import load_counters
+    from placement.profiling.nest_measure import model_sha256, with_counters_file
     from placement.profiling.nest_profile import NestProfile
     from placement.solvers.registry import get_backend
 
@@ -390,8 +390,7 @@ def solve_pim(args: argparse.Namespace) -> int:
             if args.counters:
                 load_counters(args.counters, ids)
 
-        with pim_host_times(args):
-            profile = measure_nests_with_counters(args, check_files)
+        profile = measure_nests_with_counters(args, check_files)
         for text in dict.fromkeys(profile.metadata.get("warnings") or []):
             warn(text)
         source = "measured now"
@@ -414,10 +413,10 @@ def solve_pim(args: argparse.Namespace) -> int:
     compare = bool(args.compare_granularities)
     blocks = None
     if granularity == "basic-block" or compare:
-        from placement.pim.pipeline import profile_loops
+        from placement.profiling.nest_measure import profile_loops
 
         blocks = profile_loops(args.model, profile)
-    problem = instance(profile, hw.pim, cores[0], pim_times, blocks)
+    problem = build_instance(profile, hw.pim, cores[0], pim_times, blocks)
     if blocks is not None:
         count = sum(len(b.blocks) for b in problem.nest_blocks.values())
         info(args, f"basic blocks: {count} in {len(profile.nests)} nests, from lowering"

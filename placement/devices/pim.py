@@ -51,7 +51,7 @@
   lowered layernorm and ew_add workloads.
 * :func:`t_copy` -- Eq. 8 over a set of nests: ``fetch / B_rd + flush / B_wb``,
   each nest charged its whole read and write sets per invocation (the paper's
-  upper bound; the exact accounting lives in ``placement.models.pim``).
+  upper bound; the exact accounting lives in ``placement.models.pim_loopnest.build``).
 * :func:`hybrid_time` -- Eq. 9; :func:`speedup` over CPU-only execution.
 
 Work over all invocations: ``N_total`` counts innermost iterations of one

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from placement.models.pim import BASIC_BLOCK
-from placement.pim.solve import CoreResult, PimPlacement
+from placement.models.pim_loopnest.build import BASIC_BLOCK
+from placement.pim.pipeline import CoreResult, PimPlacement
 from placement.units import fmt_time
 
 LOOP = "loop"
@@ -28,7 +28,7 @@ LOOP = "loop"
 
 def model_place(placement: PimPlacement, nest_id: str, split: set[str]) -> str:
     """The model's decision for a nest as the table shows it: pim, host or split
-    (``split``: the placement's :attr:`~placement.pim.solve.PimPlacement.split_nests`)."""
+    (``split``: the placement's :attr:`~placement.pim.pipeline.PimPlacement.split_nests`)."""
     if placement.on_pim is None:
         return "-"
     if nest_id in split:

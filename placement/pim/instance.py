@@ -7,6 +7,9 @@ file (``measured``, :mod:`placement.pim.times`) or for this core count in code
 (``t_pim``), and optional Table 1 counters (used only by the rule). All times are in
 seconds. For basic-block granularity it also holds each nest's control structure
 (``blocks``, from which :mod:`placement.blocks` derives the nest's basic blocks).
+
+:func:`build_instance` (the public ``pim.build_instance``) makes one from a nest profile
+(:mod:`placement.profiling.nest_measure`) and a PIM machine description.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from placement.blocks import Loop, NestBlocks, basic_blocks
 from placement.devices.pim import check_cores, t_pim
 from placement.errors import PlacementError
-from placement.hardware.pim import PimSpec
+from placement.hardware.pim import PimHardware, PimSpec
 from placement.nests import LoopNest
 from placement.pim.times import FILE_SOURCE, MODEL_SOURCE, PimTimes
 
@@ -119,8 +123,8 @@ class PimInstance:
         if self.blocks is None:
             raise PlacementError(
                 "basic-block granularity needs the nests' basic blocks, which this instance"
-                " does not hold (they come from lowering the model: placement.pim.pipeline."
-                "nest_loops)"
+                " does not hold (they come from lowering the model:"
+                " placement.profiling.nest_measure.profile_loops)"
             )
         return {n.id: basic_blocks(n.id, self.blocks[n.id]) for n in self.nests}
 
@@ -160,3 +164,24 @@ def check_times(table: Mapping[str, float], ids: set[str], what: str, *, require
         t = table[nid]
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
             raise PlacementError(f"nest {nid!r}: {what} must be a time >= 0 s, got {t!r}")
+
+
+def build_instance(
+    profile: Any,
+    hardware: PimHardware | PimSpec,
+    cores: int | None = None,
+    pim_times: PimTimes | None = None,
+    blocks: Mapping[str, Loop] | None = None,
+) -> PimInstance:
+    """The nests of ``profile`` (a :class:`~placement.profiling.nest_profile.NestProfile`)
+    on ``hardware`` with ``cores`` PIM cores (default: the hardware's); ``pim_times``
+    (:mod:`placement.pim.times`) replace the analytical T_pim of the nests they name;
+    ``blocks`` (:func:`~placement.profiling.nest_measure.profile_loops`) for basic-block
+    granularity. Rule C3 divides the counted traffic by the counted program's time
+    (:attr:`~placement.profiling.nest_profile.NestProfile.counter_seconds`)."""
+    spec = hardware.pim if isinstance(hardware, PimHardware) else hardware
+    return PimInstance(
+        nests=tuple(profile.nests), t_cpu=profile.t_cpu, spec=spec, n_cores=cores,
+        counters=profile.counters, measured=pim_times, blocks=blocks,
+        counter_seconds=profile.counter_seconds if profile.counters else None,
+    )  # fmt: skip

@@ -6,7 +6,7 @@ plain data it builds from. In the worker the builder returns the ``CpModel`` and
 variables whose values the caller wants by name; the backend solves it and loads those
 values into ``CpSatModel.solution``, as the Pyomo backends load theirs into the model's
 variables. The backend knows no formulation (the CIM interval model is
-``placement.models.cim.cpsat``).
+``placement.models.cim_makespan.interval``).
 
 Process isolation: OR-Tools' ``libortools.so`` exports its own (older) HiGHS symbols,
 and highspy's extension binds to whichever HiGHS is loaded first: importing ``ortools``

@@ -8,5 +8,5 @@ from __future__ import annotations
 MIP_BACKENDS: tuple[str, ...] = ("highs", "scip", "cbc", "gurobi")
 #: What a CIM solve's ``solver=`` accepts (``cpsat+highs``: CP-SAT's placement, then HiGHS).
 SOLVERS: tuple[str, ...] = ("auto", "highs", "cpsat+highs", "cpsat", "scip", "cbc", "gurobi")
-#: The CIM model's formulations (:data:`placement.models.cim.build.FORMULATIONS`' keys).
+#: The CIM model's formulations (:data:`placement.models.cim_makespan.build.FORMULATIONS`' keys).
 FORMULATION_NAMES: tuple[str, ...] = ("faithful", "bounded", "tightened")

@@ -15,23 +15,23 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from placement.cim.instance import check_latencies, cim_instance
+from placement.cim.pipeline import FORMULATION_CHOICES, SOLVERS, unavailable_reason
+from placement.cim.pipeline import solve as solve_cim
 from placement.cim.schedule import CimSchedule
-from placement.cim.solve import FORMULATION_CHOICES, SOLVERS, unavailable_reason
-from placement.cim.solve import solve as solve_cim
 from placement.devices.pim import speedup
 from placement.errors import PlacementError
 from placement.graph import load_graph
 from placement.hardware.cim import CIM_KEYS, load_hardware, with_overrides
 from placement.hardware.pim import PIM_KEYS, load_pim_hardware, with_pim_overrides
-from placement.models.pim import check_mode
+from placement.models.pim_loopnest.build import check_mode
 from placement.onnxfile import read_onnx
-from placement.pim.pipeline import instance as pim_instance
-from placement.pim.pipeline import is_mlir, model_sha256
+from placement.pim.instance import build_instance as pim_instance
+from placement.pim.pipeline import solve as solve_pim
 from placement.pim.rules import rule_placement
-from placement.pim.solve import solve as solve_pim
-from placement.pim.verify import evaluate_placement
+from placement.pim.verifier import evaluate_placement
 from placement.profiling.host_profile import HostProfile
 from placement.profiling.memory import check_model_memory
+from placement.profiling.nest_measure import is_mlir, model_sha256
 from placement.profiling.nest_profile import NestProfile
 
 Number = int | float  # a grid value, in file units
@@ -300,7 +300,7 @@ class PimTarget:
 
     def check_memory(self, path: str | Path, memory_limit_gb: float | None) -> None:
         """ONNX Runtime's run of an .onnx model; a .mlir program is checked once lowered
-        (:func:`~placement.pim.pipeline.profile_nests`)."""
+        (:func:`~placement.profiling.nest_measure.profile_nests`)."""
         if not is_mlir(path):
             check_model_memory(path, read_onnx(path, load_weights=False), memory_limit_gb)
 

@@ -16,9 +16,9 @@ from oracles import random_instance
 from placement.bench.export import write_model
 from placement.bench.run import COLUMNS, parse_grid
 from placement.bench.summary import format_summary, summarize
-from placement.cim.solve import build_model, solve
+from placement.cim.pipeline import build_model, solve
 from placement.errors import PlacementError
-from placement.models.cim.build import FORMULATIONS, build_cim_model
+from placement.models.cim_makespan.build import FORMULATIONS, build_cim_model
 
 ROOT = Path(__file__).resolve().parents[2]
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"

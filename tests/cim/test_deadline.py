@@ -14,8 +14,8 @@ from oracles import block_structured_instance
 
 from placement.cim.deadline import build_estimate
 from placement.cim.decompose import trivial_bound
-from placement.cim.solve import solve
-from placement.cim.verify import verify_cim
+from placement.cim.pipeline import solve
+from placement.cim.verifier import verify_cim
 from placement.solvers.base import SolveStatus
 
 

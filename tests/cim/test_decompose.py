@@ -25,11 +25,11 @@ from placement.cim.decompose import (
     decompose,
     split,
 )
-from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.list_scheduling import heuristic_schedule
+from placement.cim.pipeline import AUTO_DECOMPOSE_MIN_OPERATORS, solve
 from placement.cim.schedule import asap_schedule
-from placement.cim.solve import AUTO_DECOMPOSE_MIN_OPERATORS, solve
-from placement.cim.verify import verify_cim
+from placement.cim.verifier import verify_cim
 from placement.errors import PlacementError
 from placement.solvers.base import SolveStatus
 
@@ -254,7 +254,7 @@ def test_auto_solves_small_graphs_whole_and_records_the_method():
 
 @pytest.mark.solver
 def test_a_model_of_your_own_is_not_decomposed():
-    from placement.cim.solve import build_model
+    from placement.cim.pipeline import build_model
 
     inst = block_structured_instance(random.Random(2), 3)
     with pytest.raises(PlacementError, match="solved whole"):

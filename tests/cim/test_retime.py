@@ -9,8 +9,9 @@ import networkx as nx
 import pytest
 from oracles import random_instance
 
-from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimInstance
+from placement.cim.list_scheduling import heuristic_schedule
+from placement.cim.pipeline import solve
 from placement.cim.schedule import (
     CimSchedule,
     all_host_schedule,
@@ -19,8 +20,7 @@ from placement.cim.schedule import (
     host_order_by_start,
     retime,
 )
-from placement.cim.solve import solve
-from placement.cim.verify import verify_cim
+from placement.cim.verifier import verify_cim
 from placement.solvers.base import SolveStatus
 
 SEEDS = range(30)

@@ -8,7 +8,7 @@ import pytest
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
 from placement.cim.schedule import CimSchedule, asap_schedule
-from placement.cim.verify import verify_cim
+from placement.cim.verifier import verify_cim
 from placement.errors import PlacementError
 
 pytestmark = pytest.mark.unit
@@ -49,7 +49,7 @@ def broken(**changes) -> CimSchedule:
 
 def test_valid_schedule_passes():
     s = good()
-    v = verify_cim(instance(), s, claimed_makespan=s.makespan)
+    v = verify_cim(instance(), s, claimed=s.makespan)
     assert v.ok, v.violations
     assert v.recomputed_makespan == pytest.approx(s.makespan)
     v.raise_if_failed()  # no exception
@@ -60,7 +60,7 @@ def test_noise_within_tolerance_passes():
     s = good()
     s.start["b"] -= 1e-12
     s.finish["b"] -= 1e-12
-    assert verify_cim(instance(), s, claimed_makespan=s.makespan * (1 + 1e-9)).ok
+    assert verify_cim(instance(), s, claimed=s.makespan * (1 + 1e-9)).ok
 
 
 def test_host_overlap_is_named():
@@ -124,7 +124,7 @@ def test_duration_uses_the_device_latency():
 
 def test_wrong_claimed_makespan_is_reported():
     s = good()
-    v = verify_cim(instance(), s, claimed_makespan=s.makespan * 0.9)
+    v = verify_cim(instance(), s, claimed=s.makespan * 0.9)
     assert not v.ok
     assert any("claimed makespan" in m for m in v.violations)
     # A claim below what the same assignment and host order can achieve is impossible.
@@ -132,7 +132,7 @@ def test_wrong_claimed_makespan_is_reported():
 
 
 def test_non_finite_claim_is_reported():
-    v = verify_cim(instance(), good(), claimed_makespan=float("nan"))
+    v = verify_cim(instance(), good(), claimed=float("nan"))
     assert not v.ok and "claimed makespan nan is not a finite number" in v.violations[0]
 
 
@@ -150,7 +150,7 @@ def test_slack_schedule_passes_but_recomputes_faster():
         s.start[v] += 1e-3
         s.finish[v] += 1e-3
     s.makespan += 1e-3
-    v = verify_cim(instance(), s, claimed_makespan=s.makespan)
+    v = verify_cim(instance(), s, claimed=s.makespan)
     assert v.ok, v.violations
     assert v.recomputed_makespan == pytest.approx(good().makespan)
 
@@ -166,7 +166,7 @@ def test_missing_and_unknown_operators():
 
 def test_raise_if_failed_is_one_line_with_count():
     s = broken(on_host={"d": False})
-    v = verify_cim(instance(), s, claimed_makespan=1.0)
+    v = verify_cim(instance(), s, claimed=1.0)
     assert len(v.violations) >= 2
     with pytest.raises(PlacementError) as err:
         v.raise_if_failed()

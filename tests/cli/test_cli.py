@@ -247,7 +247,7 @@ def test_auto_solver_uses_cpsat_then_highs_only_on_branched_graphs():
 
     from oracles import random_instance
 
-    from placement.cim.solve import resolve_formulation, resolve_solver
+    from placement.cim.pipeline import resolve_formulation, resolve_solver
 
     pytest.importorskip("ortools", reason="ortools (the [test] extra) not installed")
     branched = random_instance(random.Random(5), 40, edge_prob=0.08)  # 546 parallel pairs

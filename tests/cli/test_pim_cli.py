@@ -17,7 +17,7 @@ from placement.profiling.counters import TABLE1_EVENTS
 
 pytest.importorskip("torch_mlir")
 
-from placement.pim.pipeline import profile_nests  # noqa: E402
+from placement.profiling.nest_measure import profile_nests  # noqa: E402
 
 FAST = ["--runs", "2", "--warmup", "1"]
 LLAMA_EXPORT = Path(__file__).resolve().parents[2] / "examples" / "llama_layer_tiny.onnx"

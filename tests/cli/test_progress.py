@@ -13,7 +13,7 @@ import pytest
 from oracles import block_structured_instance
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
-from placement.cim.solve import solve
+from placement.cim.pipeline import solve
 from placement.cli.progress import LOG_HEARTBEAT, LOG_INTERVAL, SolveProgress
 
 ROOT = Path(__file__).resolve().parents[2]

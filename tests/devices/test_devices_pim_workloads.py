@@ -20,7 +20,7 @@ def test_layernorm_nests_slower_on_128_cores_streaming_faster(tmp_path):
     import onnx
 
     from placement.networks.workloads import build
-    from placement.pim.pipeline import lower_model
+    from placement.profiling.nest_measure import lower_model
 
     def nests_of(name: str, n: int) -> list[LoopNest]:
         path = tmp_path / f"{name}{n}.onnx"

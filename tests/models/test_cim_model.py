@@ -13,11 +13,11 @@ import pytest
 from oracles import brute_force_makespan, random_instance
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.pipeline import solve
 from placement.cim.schedule import asap_schedule
-from placement.cim.solve import solve
-from placement.cim.verify import verify_cim
+from placement.cim.verifier import verify_cim
 from placement.errors import PlacementError
-from placement.models.cim.build import (
+from placement.models.cim_makespan.build import (
     FAITHFUL_FAMILIES,
     big_m_seconds,
     build_cim_model,
@@ -166,7 +166,7 @@ def test_ilp_matches_brute_force(seed):
     assert placed.result.objective == pytest.approx(best, rel=1e-6)
     assert placed.schedule is not None
     assert placed.schedule.makespan == pytest.approx(best, rel=1e-6)
-    check = verify_cim(inst, placed.schedule, claimed_makespan=placed.result.objective)
+    check = verify_cim(inst, placed.schedule, claimed=placed.result.objective)
     assert check.ok, check.violations
     assert placed.verification is not None and placed.verification.ok
 

@@ -16,12 +16,12 @@ import pyomo.environ as pyo
 import pytest
 from oracles import brute_force_makespan, random_instance
 
-from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
-from placement.cim.solve import build_model, solve
-from placement.cim.verify import verify_cim
+from placement.cim.list_scheduling import heuristic_schedule
+from placement.cim.pipeline import build_model, solve
+from placement.cim.verifier import verify_cim
 from placement.errors import PlacementError
-from placement.models.cim.build import (
+from placement.models.cim_makespan.build import (
     FAITHFUL_FAMILIES,
     FAMILY_BUILDERS,
     FAMILY_COMPONENTS,
@@ -168,7 +168,7 @@ def test_new_families_can_be_switched_off():
 def test_heuristic_is_feasible_and_never_below_optimum(seed):
     inst = branched(seed)
     sched = heuristic_schedule(inst)
-    check = verify_cim(inst, sched, claimed_makespan=sched.makespan)
+    check = verify_cim(inst, sched, claimed=sched.makespan)
     assert check.ok, check.violations
     assert sched.makespan >= optimum(seed) * (1 - 1e-9)
     assert sched.makespan <= inst.cpu_only_latency * (1 + 1e-9)  # all-host is a start
@@ -349,7 +349,7 @@ def test_start_values_cover_every_variable():
 
 @pytest.mark.unit
 def test_auto_formulation_follows_the_graph_shape():
-    from placement.cim.solve import AUTO_MAX_PAIRS_FOR_BOUNDED, auto_formulation
+    from placement.cim.pipeline import AUTO_MAX_PAIRS_FOR_BOUNDED, auto_formulation
 
     chain = random_instance(random.Random(1), 40, edge_prob=1.0)  # all i -> j: a total order
     assert len(chain.parallel_pairs) <= AUTO_MAX_PAIRS_FOR_BOUNDED

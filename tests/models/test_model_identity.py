@@ -22,9 +22,9 @@ from oracles import random_instance
 from pyomo.core.expr.numeric_expr import MonomialTermExpression
 
 from placement.cim.decompose import CIM, HOST, block_instance, split
-from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
-from placement.models.cim.build import FAMILY_BUILDERS, FORMULATIONS, build_cim_model
+from placement.cim.list_scheduling import heuristic_schedule
+from placement.models.cim_makespan.build import FAMILY_BUILDERS, FORMULATIONS, build_cim_model
 
 ALL_FAMILIES = tuple(FAMILY_BUILDERS)
 

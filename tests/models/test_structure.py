@@ -8,7 +8,7 @@ import networkx as nx
 import pytest
 from oracles import random_instance
 
-from placement.models.cim.structure import bits_of, reachability, structure
+from placement.models.cim_makespan.structure import bits_of, reachability, structure
 
 pytestmark = pytest.mark.unit
 SEEDS = range(40)

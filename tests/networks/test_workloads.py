@@ -220,8 +220,8 @@ def test_llama7b_layer_parameters_and_runs():
 
 @pytest.mark.integration
 def test_small_models_lower_and_match_onnxruntime(tmp_path):
-    from placement.pim.pipeline import profile_nests
     from placement.profiling.mlir.lower import lower_onnx
+    from placement.profiling.nest_measure import profile_nests
 
     cases = {
         "softmax": (W.softmax(64), 8),

@@ -14,11 +14,11 @@ from pim_oracles import BlockOracle, brute_force, nest, operand, random_block_in
 from placement.blocks import Loop, Segment, basic_blocks
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
-from placement.models.pim import build_pim_model
+from placement.models.pim_loopnest.build import build_pim_model
 from placement.pim.instance import PimInstance
-from placement.pim.solve import solve as solve_pim
-from placement.pim.solve import solve_for_cores
-from placement.pim.verify import evaluate_blocks, evaluate_placement, verify_pim
+from placement.pim.pipeline import solve as solve_pim
+from placement.pim.pipeline import solve_for_cores
+from placement.pim.verifier import evaluate_blocks, evaluate_placement, verify_pim
 from placement.solvers.base import SolveOptions
 from placement.solvers.registry import BACKENDS
 

@@ -17,8 +17,8 @@ from pim_oracles import big, sim
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.pim.instance import PimInstance
-from placement.pim.pipeline import instance as pim_instance
-from placement.pim.report import read_bandwidth
+from placement.pim.instance import build_instance as pim_instance
+from placement.pim.output import read_bandwidth
 from placement.pim.rules import apply_operator_rule, decide, rule_placement
 from placement.profiling.counters import TABLE1_EVENTS
 from placement.profiling.nest_profile import NestProfile

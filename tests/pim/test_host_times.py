@@ -14,9 +14,10 @@ from onnx_builders import model, save, tensor
 
 from placement.errors import PlacementError
 from placement.nests import LoopNest, NestOperand
-from placement.pim.pipeline import apportion_ort, default_host_times, resolve_host_times
-from placement.pim.report import baseline, baseline_lines
+from placement.pim.output import baseline, baseline_lines
+from placement.profiling.nest_measure import resolve_cache, resolve_host_times
 from placement.profiling.nest_profile import NestProfile
+from placement.profiling.ort.apportion import apportion_ort
 
 GOLDEN_PROFILE = Path(__file__).resolve().parents[1] / "golden" / "resnet_tiny.nests.json"
 
@@ -82,8 +83,8 @@ def test_host_time_source_defaults_and_refusals():
         resolve_host_times("ort", "m.mlir")
     with pytest.raises(PlacementError, match="unknown host-time source"):
         resolve_host_times("fast", "m.onnx")
-    with pytest.raises(PlacementError, match="'warm' or 'cold'"), default_host_times(None, "hot"):
-        pass
+    with pytest.raises(PlacementError, match="'warm' or 'cold'"):
+        resolve_cache("hot")
 
 
 # --------------------------------------------------------------------------- baseline text
@@ -168,7 +169,7 @@ def onnx_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def profiles(onnx_path):
-    from placement.pim.pipeline import profile_nests
+    from placement.profiling.nest_measure import profile_nests
 
     return {
         source: profile_nests(onnx_path, runs=2, warmup=1, counters=False, host_times=source)

@@ -12,11 +12,11 @@ from pim_oracles import brute_force, hybrid_cost, nest, operand, random_instance
 
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
-from placement.models.pim import build_pim_model
+from placement.models.pim_loopnest.build import build_pim_model
 from placement.pim.instance import PimInstance
+from placement.pim.pipeline import solve as solve_pim
 from placement.pim.rules import rule_placement
-from placement.pim.solve import solve as solve_pim
-from placement.pim.verify import evaluate_placement, verify_pim
+from placement.pim.verifier import evaluate_placement, verify_pim
 from placement.solvers.base import SolveOptions
 from placement.solvers.registry import BACKENDS
 

@@ -7,7 +7,8 @@ from pim_oracles import big, nest, operand, sim
 
 from placement.hardware.pim import PimSpec, load_pim_hardware
 from placement.pim.instance import PimInstance
-from placement.pim.report import pim_document, reason_lines, store_bound, summary_lines
+from placement.pim.output import pim_document, reason_lines, store_bound, summary_lines
+from placement.pim.pipeline import solve_for_cores
 from placement.pim.rules import (
     SIM_L1_MISS_CYCLES,
     SIM_LL_MISS_CYCLES,
@@ -16,7 +17,6 @@ from placement.pim.rules import (
     rule_placement,
     simulated_store_bound,
 )
-from placement.pim.solve import solve_for_cores
 from placement.profiling.nest_profile import NestProfile
 
 SPEC = PimSpec()

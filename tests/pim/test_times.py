@@ -10,8 +10,8 @@ from placement.devices.pim import t_pim, t_pim_min
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.pim.instance import PimInstance
+from placement.pim.pipeline import solve
 from placement.pim.rules import rule_placement
-from placement.pim.solve import solve
 from placement.pim.times import PimTimes, load_pim_times
 
 SPEC = PimSpec()

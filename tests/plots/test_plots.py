@@ -58,7 +58,7 @@ def cim_sweep_points(
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], list[tuple[str, str, float]]]:
     """Rows, schedules by point id, and the last instance's edges of a real CIM sweep."""
     from placement.cim.instance import cim_instance
-    from placement.cim.solve import solve
+    from placement.cim.pipeline import solve
     from placement.graph import load_graph
     from placement.hardware.cim import load_hardware, with_overrides
     from placement.profiling.ort.measure import profile_model
@@ -133,9 +133,9 @@ def pim_sweep_points(
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Rows and full per-point PIM documents (one core count each) of a PIM sweep."""
     from placement.hardware.pim import load_pim_hardware
-    from placement.pim.pipeline import instance
-    from placement.pim.report import pim_document
-    from placement.pim.solve import solve_for_cores
+    from placement.pim.instance import build_instance as instance
+    from placement.pim.output import pim_document
+    from placement.pim.pipeline import solve_for_cores
 
     hw = load_pim_hardware("pim-icelake")
     rows, docs = [], {}

@@ -16,7 +16,7 @@ from placement.errors import PlacementError
 pytest.importorskip("torch_mlir")
 
 from placement.blocks import basic_blocks  # noqa: E402
-from placement.pim.pipeline import nest_loops  # noqa: E402
+from placement.profiling.mlir.loops import nest_loops  # noqa: E402
 from placement.profiling.mlir.lower import (  # noqa: E402
     find_func,
     lower_mlir,

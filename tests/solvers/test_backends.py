@@ -10,12 +10,12 @@ import pytest
 from backend_helpers import require_backend
 from oracles import random_instance
 
-from placement.cim.cpsat import rounded_instance, time_unit
+from placement.cim.cpsat_route import rounded_instance, time_unit
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
-from placement.cim.solve import solve
-from placement.cim.verify import verify_cim
+from placement.cim.pipeline import solve
+from placement.cim.verifier import verify_cim
 from placement.errors import PlacementError
-from placement.models.cim.build import build_cim_model
+from placement.models.cim_makespan.build import build_cim_model
 from placement.solvers import gurobi
 from placement.solvers.base import SolveOptions, SolveStatus
 from placement.solvers.gurobi import LICENCE_LIMIT

@@ -11,8 +11,8 @@ from pyomo.core.base.constraint import Constraint
 from pyomo.core.base.objective import Objective
 from pyomo.util.vars_from_expressions import get_vars_from_components
 
-from placement.cim.heuristic import heuristic_schedule
-from placement.models.cim.build import FORMULATIONS, build_cim_model
+from placement.cim.list_scheduling import heuristic_schedule
+from placement.models.cim_makespan.build import FORMULATIONS, build_cim_model
 from placement.solvers.base import ModelSize
 from placement.solvers.contrib import model_size
 

@@ -1,7 +1,7 @@
 """The same cases against every solver backend of ``placement.solvers.registry``.
 
-Whichever backend runs, the CIM pipeline (``placement.cim.solve``) reaches the brute-force
-optimum and verifies it, the PIM pipeline (``placement.pim.solve``) reaches its
+Whichever backend runs, the CIM pipeline (``placement.cim.pipeline``) reaches the brute-force
+optimum and verifies it, the PIM pipeline (``placement.pim.pipeline``) reaches its
 brute-force optimum, and a failed solve is reported the same way. A backend that is not
 installed here is skipped with its own reason (a failure where CI requires it:
 ``backend_helpers``), except in the error cases, whose fake solve needs no solver at all.
@@ -20,9 +20,9 @@ from pim_oracles import brute_force
 from pim_oracles import random_instance as random_pim_instance
 
 from placement.cim.instance import CimInstance
-from placement.cim.solve import solve as solve_cim
+from placement.cim.pipeline import solve as solve_cim
 from placement.errors import PlacementError
-from placement.pim.solve import solve as solve_pim
+from placement.pim.pipeline import solve as solve_pim
 from placement.solvers.base import ModelSize, SolveOptions, SolverError, SolveResult, SolveStatus
 from placement.solvers.registry import BACKENDS, MIP_BACKENDS
 

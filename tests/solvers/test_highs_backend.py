@@ -12,9 +12,9 @@ from test_cim_model import fork  # the hand-counted fork (12 columns, 5 binaries
 
 import placement.solvers.highs as highs_mod
 from placement.cim.instance import CimInstance
-from placement.cim.solve import solve
+from placement.cim.pipeline import solve
 from placement.errors import PlacementError
-from placement.models.cim.build import build_cim_model
+from placement.models.cim_makespan.build import build_cim_model
 from placement.solvers.base import ModelSize, SolveOptions, SolveResult, SolveStatus
 from placement.solvers.highs import start_verdict
 from placement.solvers.registry import BACKENDS

@@ -2,7 +2,7 @@
 
 import pytest
 
-from placement.models.cim.build import FORMULATIONS
+from placement.models.cim_makespan.build import FORMULATIONS
 from placement.solvers import names
 
 

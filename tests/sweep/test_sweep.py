@@ -357,7 +357,7 @@ def test_monotone_rows_on_yolov5n_at_a_short_time_limit(tmp_path):
 @pytest.mark.integration
 def test_pim_sweep_on_an_elementwise_add(capsys, tmp_path):
     pytest.importorskip("torch_mlir")
-    from placement.pim.pipeline import profile_nests
+    from placement.profiling.nest_measure import profile_nests
 
     add = helper.make_node("Add", ["A", "B"], ["C"], name="add0")
     onnx_path = save(

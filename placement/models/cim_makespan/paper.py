@@ -1,9 +1,9 @@
 """The CIM paper's constraint families, Eqs. 5-14 (Section IV-B): the faithful model.
 
 Each ``add_<family>(m)`` adds one family's components to a model that
-:func:`placement.models.cim.build.build_cim_model` has set up (sets, data, variables);
+:func:`placement.models.cim_makespan.build.build_cim_model` has set up (sets, data, variables);
 the family's equation is named beside it, once. Rows are stated on variables and data
-looked up once (:mod:`placement.models.cim.terms`): the same expressions as indexing
+looked up once (:mod:`placement.models.cim_makespan.terms`): the same expressions as indexing
 ``m.start[v]``, ``m.t_host[v]``, ... in every row, built several times faster.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from placement.models.cim.terms import lookup
+from placement.models.cim_makespan.terms import lookup
 
 
 def add_makespan(m: pyo.ConcreteModel) -> None:

@@ -3,8 +3,8 @@
 The decision units are the basic blocks of every nest (:mod:`placement.blocks`: the
 blocks ``convert-scf-to-cf`` makes of the nest, their executions and the edges between
 them). :func:`add_block_terms` adds them to the loop model of
-:mod:`placement.models.pim`, whose ``m.pim[n]`` becomes the decision of nest ``n``'s body
-blocks (the blocks that access memory, one decision per nest), so the loop model's copy
+:mod:`placement.models.pim_loopnest.build`, whose ``m.pim[n]`` becomes the decision of nest
+``n``'s body blocks (the blocks that access memory, one decision per nest), so the loop model's copy
 terms (Eq. 8 or exact residency) apply unchanged to where each nest's buffers are
 accessed. Components added:
 

@@ -1,6 +1,6 @@
 """The CP-SAT route of the CIM pipeline: an exact non-MIP reference for the same problem.
 
-The interval model itself is ``placement.models.cim.cpsat``; here it gets its data and
+The interval model itself is ``placement.models.cim_makespan.interval``; here it gets its data and
 its answer is turned into a verified schedule on the original instance.
 
 Integer data and rounding: CP-SAT needs integers. Every latency is divided by a time
@@ -25,13 +25,13 @@ import math
 import time
 from collections.abc import Sequence
 
-from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.schedule import CimSchedule, asap_schedule, best_start
-from placement.cim.verify import verify_cim
+from placement.cim.verifier import verify_cim
 from placement.errors import PlacementError
-from placement.models.cim.cpsat import build_interval_model
-from placement.models.cim.structure import structure
+from placement.models.cim_makespan.interval import build_interval_model
+from placement.models.cim_makespan.structure import structure
 from placement.models.common import check_outcome
 from placement.solvers.base import SolveOptions, SolveResult, SolveStatus, in_units
 from placement.solvers.cpsat import CpSatModel
@@ -148,7 +148,7 @@ def solve_cpsat(
         if schedule.makespan > start.makespan:  # rounding made it worse: keep the better
             schedule = start
         message = "" if cpsat_status == "OPTIMAL" else words
-    verify_cim(instance, schedule, claimed_makespan=schedule.makespan).raise_if_failed()
+    verify_cim(instance, schedule, claimed=schedule.makespan).raise_if_failed()
     obj = schedule.makespan
     status = SolveStatus.TIME_LIMIT
     if cpsat_status == "OPTIMAL":

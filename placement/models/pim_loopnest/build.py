@@ -59,7 +59,7 @@ Granularity (``granularity=``): ``"loop"`` decides per nest; ``"operator"`` ties
 all nests of one ONNX node (``m.tie``: ``y_n = y_first``), as the paper's
 operator-level baseline. Nests with an unknown node (``onnx_node == ""``) stay
 free. ``"basic-block"`` decides per basic block of every nest, the paper's
-basic-block baseline (:mod:`placement.models.pim_blocks`: ``m.pim[n]`` is then the
+basic-block baseline (:mod:`placement.models.pim_loopnest.basic_blocks`: ``m.pim[n]`` is then the
 decision of nest ``n``'s body blocks, which hold all its memory accesses, so the copy
 terms below are unchanged; the other blocks get ``m.block_pim``, and switches are
 counted at every crossing of an edge between blocks as well as between nests).
@@ -83,7 +83,7 @@ from placement.blocks import NestBlocks
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.models.common import power_of_ten_unit
-from placement.models.pim_blocks import add_block_terms
+from placement.models.pim_loopnest.basic_blocks import add_block_terms
 from placement.nests import LoopNest
 
 _DECADE = 4  # the objective's upper bound lands in [1e4, 1e5) model units

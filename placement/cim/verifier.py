@@ -25,7 +25,7 @@ _ABS_SLACK = 1e-12  # seconds
 
 
 @dataclass
-class Verification:
+class CimVerification:
     ok: bool
     violations: list[str] = field(default_factory=list)
     recomputed_makespan: float = math.nan  # NaN when the assignment is unusable
@@ -47,9 +47,9 @@ def verify_cim(
     instance: CimInstance,
     schedule: CimSchedule,
     *,
-    claimed_makespan: float | None = None,
+    claimed: float | None = None,
     tol: float = 1e-6,
-) -> Verification:
+) -> CimVerification:
     """Check ``schedule`` against ``instance``; every problem becomes one readable violation."""
     bad: list[str] = []
     ops = instance.by_name
@@ -67,7 +67,7 @@ def verify_cim(
             if v not in ops:
                 bad.append(f"the schedule names unknown operator {v!r} ({what})")
     if not complete:
-        return Verification(ok=False, violations=bad)
+        return CimVerification(ok=False, violations=bad)
     on_host, start, finish = schedule.on_host, schedule.start, schedule.finish
 
     finite = True
@@ -76,12 +76,12 @@ def verify_cim(
             if not (isinstance(t, (int, float)) and math.isfinite(t)):
                 bad.append(f"operator {v!r}: {what} time {t!r} is not a finite number")
                 finite = False
-    for what, t in (("makespan", schedule.makespan), ("claimed makespan", claimed_makespan)):
+    for what, t in (("makespan", schedule.makespan), ("claimed makespan", claimed)):
         if t is not None and not (isinstance(t, (int, float)) and math.isfinite(t)):
             bad.append(f"{what} {t!r} is not a finite number")
             finite = False
     if not finite:
-        return Verification(ok=False, violations=bad)
+        return CimVerification(ok=False, violations=bad)
 
     # Scale from the finish times only: a wildly wrong makespan or claim must not loosen checks.
     scale = max(abs(finish[v]) for v in names)
@@ -146,9 +146,9 @@ def verify_cim(
             f"makespan {schedule.makespan:.9g} s differs from the latest finish"
             f" {finish[last]:.9g} s (operator {last!r})"
         )
-    if claimed_makespan is not None and abs(claimed_makespan - finish[last]) > slack:
+    if claimed is not None and abs(claimed - finish[last]) > slack:
         bad.append(
-            f"claimed makespan {claimed_makespan:.9g} s differs from the schedule's"
+            f"claimed makespan {claimed:.9g} s differs from the schedule's"
             f" {finish[last]:.9g} s (operator {last!r} finishes last)"
         )
 
@@ -161,11 +161,11 @@ def verify_cim(
             recomputed = asap.makespan
         except PlacementError as exc:  # pragma: no cover - order is built consistent
             bad.append(f"cannot recompute the makespan: {exc}")
-        claim = claimed_makespan if claimed_makespan is not None else schedule.makespan
+        claim = claimed if claimed is not None else schedule.makespan
         if not math.isnan(recomputed) and recomputed > claim + slack:
             bad.append(
                 f"recomputed makespan {recomputed:.9g} s (earliest start, same assignment and"
                 f" host order) exceeds the claimed {claim:.9g} s"
             )
-    return Verification(ok=not bad, violations=bad, recomputed_makespan=recomputed)
+    return CimVerification(ok=not bad, violations=bad, recomputed_makespan=recomputed)
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from placement.cim.solve import CimPlacement
+from placement.cim.pipeline import CimPlacement
 from placement.graph import OpGraph
 from placement.hardware.cim import Hardware
 from placement.hardware.hostcheck import HostLatencySource, host_latency_source

@@ -1,11 +1,11 @@
 """Valid inequalities for the CIM makespan model: each family leaves the optimum unchanged.
 
 Each ``add_<family>(m)`` adds one family to a model that
-:func:`placement.models.cim.build.build_cim_model` has set up; each docstring gives its
+:func:`placement.models.cim_makespan.build.build_cim_model` has set up; each docstring gives its
 validity argument. They use ``m.graph_structure`` (ancestor / descendant sets,
-bottleneck pairs, head/tail bounds; :func:`placement.models.cim.structure.structure`),
+bottleneck pairs, head/tail bounds; :func:`placement.models.cim_makespan.structure.structure`),
 computed once per build. Rows are stated on variables and data looked up once, host-work
-sums built in one step (:mod:`placement.models.cim.terms`): the same expressions as the
+sums built in one step (:mod:`placement.models.cim_makespan.terms`): the same expressions as the
 plain Pyomo statement, built several times faster.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 import pyomo.environ as pyo
 
 from placement.errors import PlacementError
-from placement.models.cim.terms import lookup, weighted_sum
+from placement.models.cim_makespan.terms import lookup, weighted_sum
 
 
 def host_work(m: pyo.ConcreteModel, nodes: Iterable[str]) -> Any:
@@ -56,7 +56,7 @@ def add_energetic(m: pyo.ConcreteModel) -> None:
     paths), every descendant of v before q runs inside [f_v, s_q]; the host ones among them
     are disjoint intervals on the single host. Chained through the bottleneck rows these
     bound v's start by all its ancestors' host work, with rows of segment size, not n
-    (:mod:`placement.models.cim.structure`).
+    (:mod:`placement.models.cim_makespan.structure`).
     """
     before, after = m.graph_structure["before"], m.graph_structure["after"]
     work, start, finish = _HostWork(m), lookup(m.start), lookup(m.finish)

@@ -19,12 +19,12 @@ that users may extend before solving. Components:
 ========================  ============================================================
 
 Constraint families (each a component, or two, named after it; see
-``FAMILY_COMPONENTS``), in :mod:`placement.models.cim.paper`: ``makespan`` (Eq. 6),
+``FAMILY_COMPONENTS``), in :mod:`placement.models.cim_makespan.paper`: ``makespan`` (Eq. 6),
 ``finish`` (Eq. 7), ``precedence`` (Eq. 8), ``transfer`` (Eq. 9), ``ordering`` (Eqs.
 11-12, big-M of Eq. 13) and ``budget`` (Eq. 14). All are on by default: that is the
 faithful model. A benchmark may build with a subset (a relaxation) or deactivate a
 family on a built model with ``set_family_active``. Valid inequalities are further
-families in :mod:`placement.models.cim.bounds` (``TIGHTENING_FAMILIES``:
+families in :mod:`placement.models.cim_makespan.bounds` (``TIGHTENING_FAMILIES``:
 ``host_serial``, ``energetic``, ``bottleneck``, ``window_big_m``; each docstring
 gives its validity argument); ``FORMULATIONS`` names the choices of families:
 ``faithful`` (Eqs. 5-14 only), ``bounded`` (plus the three bound families, no upper
@@ -40,7 +40,7 @@ Scaling (``placement.models.common``): the model is built in a time unit
 in [1e4, 1e5) model units. Every time-valued component (``start``, ``finish``,
 ``makespan``, ``t_*``, ``big_m``, the objective) is in that unit; multiply by
 ``value(m.time_unit)`` for seconds. ``extract_schedule`` returns seconds. The model
-reads the instance through the protocols of :mod:`placement.models.cim.problem`.
+reads the instance through the protocols of :mod:`placement.models.cim_makespan.problem`.
 """
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ from pyomo.common.collections import ComponentMap
 from pyomo.common.gc_manager import PauseGC
 
 from placement.errors import PlacementError
-from placement.models.cim import bounds, paper
-from placement.models.cim.problem import CimProblem, ScheduleData, ScheduleValues
-from placement.models.cim.structure import structure
+from placement.models.cim_makespan import bounds, paper
+from placement.models.cim_makespan.problem import CimProblem, ScheduleData, ScheduleValues
+from placement.models.cim_makespan.structure import structure
 from placement.models.common import power_of_ten_unit
 
 #: Model units for the big-M: M lands in [10**_M_DECADE, 10**(_M_DECADE + 1)).

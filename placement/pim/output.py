@@ -30,8 +30,8 @@ from placement.pim.granularity import (
     model_place,
     split_lines,
 )
+from placement.pim.pipeline import CoreResult
 from placement.pim.rules import read_traffic, simulated_store_bound
-from placement.pim.solve import CoreResult
 from placement.pim.times import MODEL_SOURCE
 from placement.profiling.counters import (
     BACKEND_EVENTS,

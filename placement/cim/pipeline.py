@@ -3,7 +3,7 @@
 ``solve(instance)`` picks the formulation and the solver ("auto" for each, as
 ``placement solve`` does), builds the Pyomo model (or the CP-SAT interval model),
 solves it through the backend interface, reads the schedule back, and verifies it
-independently (``placement.cim.verify``). ``placement solve``, ``placement bench``,
+independently (``placement.cim.verifier``). ``placement solve``, ``placement bench``,
 ``placement sweep`` and the Python API all come through here, so a solver error, a
 time limit or a start that the solver could not beat is handled the same way whatever
 ran. A placement is never returned unverified: a schedule that fails verification
@@ -12,9 +12,9 @@ raises :class:`PlacementError`. Objective and bound are in seconds.
 Solvers:
 
 * ``highs`` (default), ``scip``, ``cbc``, ``gurobi``: the Pyomo ILP of the formulation
-  (``placement.models.cim``), with the list-scheduling heuristic as MIP start for
+  (``placement.models.cim_makespan``), with the list-scheduling heuristic as MIP start for
   ``tightened`` (or when ``warm_start``);
-* ``cpsat``: OR-Tools CP-SAT on the interval model (``placement.cim.cpsat``);
+* ``cpsat``: OR-Tools CP-SAT on the interval model (``placement.cim.cpsat_route``);
 * ``cpsat+highs``: CP-SAT for half the time limit; unless it proved optimality, HiGHS
   on the tightened model for the rest with CP-SAT's schedule as start and upper bound;
   the bound reported is the better of the two (both are valid lower bounds);
@@ -42,7 +42,7 @@ from typing import Any, TextIO
 import pyomo.environ as pyo
 
 from placement.cim.blockwise import solve_decomposed
-from placement.cim.cpsat import solve_cpsat
+from placement.cim.cpsat_route import solve_cpsat
 from placement.cim.deadline import (
     CPSAT_SHARE,
     HEURISTIC_SHARE,
@@ -55,12 +55,12 @@ from placement.cim.deadline import (
     phase_limit,
 )
 from placement.cim.decompose import split, trivial_bound
-from placement.cim.heuristic import heuristic_schedule
 from placement.cim.instance import CimInstance
+from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.schedule import CimSchedule, best_start, retime
-from placement.cim.verify import Verification, verify_cim
+from placement.cim.verifier import CimVerification, verify_cim
 from placement.errors import PlacementError
-from placement.models.cim.build import (
+from placement.models.cim_makespan.build import (
     FORMULATIONS,
     build_cim_model,
     extract_schedule,
@@ -111,7 +111,7 @@ class CimPlacement:
     instance: CimInstance
     result: SolveResult  # objective and bound in seconds
     schedule: CimSchedule | None  # None when the solver found no solution (time limit)
-    verification: Verification | None
+    verification: CimVerification | None
     cpu_only: float  # every operator on the host, seconds
 
     @property
@@ -278,7 +278,7 @@ def solve(
             result = _with_floor(result, instance, options.rel_gap)
     verification = None
     if schedule is not None:
-        verification = verify_cim(instance, schedule, claimed_makespan=result.objective)
+        verification = verify_cim(instance, schedule, claimed=result.objective)
         verification.raise_if_failed()
     return CimPlacement(instance, result, schedule, verification, instance.cpu_only_latency)
 

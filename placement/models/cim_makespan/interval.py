@@ -1,5 +1,5 @@
 """The CIM makespan problem as an OR-Tools CP-SAT interval model (no big-M, no ordering
-binaries): the same problem as the ILP of ``placement.models.cim`` (Eqs. 5-14), stated
+binaries): the same problem as the ILP of ``placement.models.cim_makespan`` (Eqs. 5-14), stated
 with scheduling constraints.
 
 * per operator v a Boolean x_v (1 = host; fixed to 1 outside V_acc), integer start s_v
@@ -15,7 +15,7 @@ with scheduling constraints.
   YOLO-sized graphs;
 * a feasible schedule as a hint, its makespan as the horizon.
 
-:func:`build_interval_model` takes plain integer data (``placement.cim.cpsat`` prepares
+:func:`build_interval_model` takes plain integer data (``placement.cim.cpsat_route`` prepares
 it) and runs in the CP-SAT worker process (``placement.solvers.cpsat``): this module
 imports OR-Tools only there, never in the caller's process.
 """

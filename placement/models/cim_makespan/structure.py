@@ -24,7 +24,7 @@ from typing import Any
 
 import networkx as nx
 
-from placement.models.cim.problem import CimProblem
+from placement.models.cim_makespan.problem import CimProblem
 
 
 def bits_of(mask: int) -> Iterator[int]:

@@ -31,7 +31,7 @@ import numpy as np
 
 from placement.cim.instance import CimInstance
 from placement.cim.schedule import CimSchedule, asap_schedule
-from placement.models.cim.structure import reachability, structure
+from placement.models.cim_makespan.structure import reachability, structure
 
 #: Local search may evaluate ``DEFAULT_WORK // n_operators`` assignments (at least
 #: ``_MIN_EVALS``, at most ``_MAX_EVALS``): 640 on a 250-operator graph, a few seconds

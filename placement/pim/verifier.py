@@ -7,7 +7,7 @@ in program order, segment by segment, and ``T_host``, ``T_pim``, ``T_copy`` and
 constraints over per-occurrence variables; a disagreement is a bug in one of
 them (or in the solver) and becomes a violation.
 
-Definitions (shared with ``placement.models.pim``, stated there in full):
+Definitions (shared with ``placement.models.pim_loopnest.build``, stated there in full):
 
 * ``N_region``: host<->PIM transitions in the sequence ``host, y_1 .. y_n,
   host`` -- execution starts and ends on the host, so every maximal PIM segment
@@ -38,7 +38,7 @@ from typing import Any
 
 from placement.devices.pim import HybridTime
 from placement.errors import PlacementError, raise_violations
-from placement.models.pim import BASIC_BLOCK, check_mode
+from placement.models.pim_loopnest.build import BASIC_BLOCK, check_mode
 from placement.pim.instance import PimInstance
 
 _ABS_SLACK = 1e-12  # seconds
