@@ -205,8 +205,3 @@ def basic_blocks(nest_id: str, root: Loop) -> NestBlocks:
         for k, b in enumerate(blocks)
     )
     return NestBlocks(nest_id, out, tuple(edges))
-
-
-def split_time(total: float, blocks: NestBlocks) -> list[float]:
-    """``total`` (a nest's time) split over its blocks by their shares."""
-    return [total * s for s in blocks.shares]

@@ -105,7 +105,7 @@ class CimMapping:
 
 @dataclass(frozen=True)
 class Operator:
-    name: str  # from onnx_names.node_names
+    name: str  # from onnxfile.node_names
     op_type: str
     domain: str  # "" for the default domain
     index: int  # position in graph.node of the original model

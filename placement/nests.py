@@ -28,7 +28,7 @@ class NestOperand:
 class LoopNest:
     id: str  # stable within a model: "n000", "n001", ... in program order
     index: int  # program order
-    onnx_node: str  # originating ONNX node name (placement.onnx_names), "" if unknown
+    onnx_node: str  # originating ONNX node name (placement.onnxfile.node_names), "" if unknown
     onnx_op_type: str  # e.g. "Softmax"; "" if unknown
     linalg_op: str  # e.g. "linalg.generic", "linalg.matmul", "linalg.fill"
     n_iter: int  # iterations over the parallel dimensions (N_iter)

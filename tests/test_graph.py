@@ -179,7 +179,7 @@ def test_repeated_input_counts_once_and_empty_outputs_are_ignored(tmp_path: Path
         helper.make_node("Dropout", ["Y"], ["Z", ""]),
     ]
     graph = load(model(nodes, [tensor("X", (3,))], [result("Z", 1)]), tmp_path)
-    assert list(graph.operators) == ["Add_0", "Dropout_1"]  # names from onnx_names
+    assert list(graph.operators) == ["Add_0", "Dropout_1"]  # names from onnxfile.node_names
     assert graph.operators["Add_0"].n_in == 3
     assert graph.operators["Dropout_1"].n_out == 3
 

@@ -174,15 +174,6 @@ def profile_file(out_dir: Path, name: str, graph: Any) -> Path:
     return out_dir / "profiles" / f"{name}-{graph.sha256[:12]}.json"
 
 
-def load_network(spec: str, out_dir: Path, *, runs: int = 20, warmup: int = 5,
-                 log: Callable[[str], None] = lambda _: None,
-                 profile: bool = True, memory_limit_gb: float | None = None) -> BenchNetwork:
-    """Ingest and profile once; the profile JSON is cached under ``out_dir/profiles``.
-    ``profile=False``: ingest only (every hardware models the host latencies)."""
-    return profile_network(*ingest_network(spec), out_dir, runs=runs, warmup=warmup, log=log,
-                           profile=profile, memory_limit_gb=memory_limit_gb)
-
-
 def profile_network(name: str, path: Path, graph: Any, out_dir: Path, *, runs: int = 20,
                     warmup: int = 5, log: Callable[[str], None] = lambda _: None,
                     profile: bool = True,

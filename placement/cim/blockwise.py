@@ -26,7 +26,13 @@ from placement.cim.decompose import Decomposed, decompose
 from placement.cim.instance import CimInstance
 from placement.cim.schedule import CimSchedule, best_start
 from placement.errors import PlacementError
-from placement.solvers.base import ModelSize, SolveOptions, SolveResult, SolveStatus
+from placement.solvers.base import (
+    ModelSize,
+    SolveOptions,
+    SolveResult,
+    SolveStatus,
+    gap_to_lower_bound,
+)
 
 NO_TIME = "not solved (no time)"
 BlockOutcome = tuple[CimSchedule, float, "ModelSize | None", str]
@@ -121,7 +127,7 @@ def solve_decomposed(
         origin, schedule = "decomposition", done.schedule
     makespan = schedule.makespan
     bound = min(done.lower_bound, makespan)
-    gap = max(makespan - bound, 0.0) / makespan if makespan > 0 else 0.0
+    gap = gap_to_lower_bound(makespan, bound)
     status = SolveStatus.OPTIMAL if gap <= options.rel_gap else SolveStatus.TIME_LIMIT
     notes = [f"decomposed into {done.blocks} blocks at {done.cuts} cut operators,"
              f" {done.solves} block solves in {done.rounds} rounds"

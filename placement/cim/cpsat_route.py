@@ -33,7 +33,13 @@ from placement.errors import PlacementError
 from placement.models.cim_makespan.interval import build_interval_model
 from placement.models.cim_makespan.structure import structure
 from placement.models.common import check_outcome
-from placement.solvers.base import SolveOptions, SolveResult, SolveStatus, in_units
+from placement.solvers.base import (
+    SolveOptions,
+    SolveResult,
+    SolveStatus,
+    gap_to_lower_bound,
+    in_units,
+)
 from placement.solvers.cpsat import CpSatModel
 from placement.solvers.registry import get_backend
 
@@ -157,9 +163,7 @@ def solve_cpsat(
         else:
             message = (f"{words}, but the re-timed makespan is not within"
                        f" {options.rel_gap:g} of the rounded bound")
-    gap = None
-    if bound is not None:
-        gap = max(obj - bound, 0.0) / obj if obj > 0 else 0.0
+    gap = None if bound is None else gap_to_lower_bound(obj, bound)
     return dataclasses.replace(
         result, status=status, objective=obj, gap=gap, message=message
     ), schedule

@@ -38,10 +38,11 @@ HEURISTIC_SHARE = 0.25
 CPSAT_SHARE = 0.5
 #: Least solver time worth starting a phase for, in seconds.
 MIN_SOLVE = 0.2
-#: Seconds to start the CP-SAT worker interpreter and hand it the model (measured ~0.5 s).
+#: Seconds to start the CP-SAT worker interpreter and hand it the model (an allowance; the
+#: measurement behind it is in benchmarks/README.md).
 WORKER_START = 0.5
-#: Pyomo builds about this many rows a second here (measured on YOLOv5n: 5,000 rows in
-#: 0.26 s on a loaded 2-core VM); used to skip a MIP that could not even be built in time.
+#: A conservative rate at which Pyomo builds rows (benchmarks/README.md); used to skip a MIP
+#: that could not even be built in time.
 ROWS_PER_SECOND = 15_000.0
 
 

@@ -19,7 +19,7 @@ Solvers:
   on the tightened model for the rest with CP-SAT's schedule as start and upper bound;
   the bound reported is the better of the two (both are valid lower bounds);
 * ``auto``: ``cpsat+highs`` where the formulation is ``tightened`` (many parallel
-  pairs: measured best on YOLOv5n), a start is allowed and OR-Tools is installed;
+  pairs; why: benchmarks/README.md), a start is allowed and OR-Tools is installed;
   HiGHS otherwise.
 
 Methods: ``monolithic`` solves the whole instance as one model; ``decomposition``
@@ -75,6 +75,7 @@ from placement.solvers.base import (
     SolverError,
     SolveResult,
     SolveStatus,
+    gap_to_lower_bound,
 )
 from placement.solvers.names import SOLVERS
 from placement.solvers.registry import MIP_BACKENDS, get_backend
@@ -86,20 +87,18 @@ METHODS: tuple[str, ...] = ("auto", "monolithic", "decomposition")
 #: "auto" decomposes instances of at least this many operators (with two blocks or more):
 #: smaller ones close as one model in about a second, less than the blocks' overhead.
 AUTO_DECOMPOSE_MIN_OPERATORS = 150
-#: ... and whose largest block holds at most this share of the operators: YOLOv5n int8 (one
-#: block of 192 of its 244 operators) is proven optimal whole by cpsat+highs in ~5 s, but
-#: its big block solved again and again for the decomposition's frontier left a 3.5 % gap
-#: after 60 s (ARM preset, 100 crossbars, 50 ns; the same run, a loaded machine).
+#: ... and whose largest block holds at most this share of the operators: a graph that is
+#: mostly one block closes faster whole than by solving that block again and again for the
+#: decomposition's frontier (the YOLOv5n measurement in benchmarks/README.md).
 AUTO_DECOMPOSE_MAX_BLOCK_SHARE = 0.5
-#: What "auto" stands for on a block of a decomposition (measured on fork-join graphs of
-#: 2,000 operators: benchmarks/cim_scale.py).
+#: What "auto" stands for on a block of a decomposition (chosen with benchmarks/cim_scale.py).
 BLOCK_FORMULATION = "tightened"
 BLOCK_SOLVER = "highs"
 
 #: Up to this many parallel pairs (Eq. 10), "auto" solves the bounded model without a
-#: heuristic: ResNets and MobileNetV2 (0-20 pairs) then close in well under a second,
-#: where the heuristic alone costs about 0.5 s. Beyond it, ordering decisions
-#: dominate and the tightened model with a heuristic start and per-pair big-M wins.
+#: heuristic: with few ordering decisions it closes faster than the heuristic alone runs.
+#: Beyond it, ordering decisions dominate and the tightened model with a heuristic start
+#: and per-pair big-M wins (benchmarks/README.md).
 AUTO_MAX_PAIRS_FOR_BOUNDED = 200
 #: A solver's makespan may sit this much (relative) below the re-timed makespan of its
 #: decisions (feasibility tolerances on big-M rows); more is a solver error.
@@ -291,7 +290,7 @@ def _with_floor(result: SolveResult, instance: CimInstance, rel_gap: float) -> S
     if result.objective is None or (result.best_bound is not None and result.best_bound >= floor):
         return result
     makespan = result.objective
-    gap = max(makespan - floor, 0.0) / makespan if makespan > 0 else 0.0
+    gap = gap_to_lower_bound(makespan, floor)
     status = result.status
     if status == SolveStatus.TIME_LIMIT and gap <= rel_gap:
         status = SolveStatus.OPTIMAL
@@ -443,9 +442,7 @@ def _reported(
             f" its decisions take {makespan:.9g} s at best (recomputed)"
         )
     bound = result.best_bound
-    gap = None
-    if bound is not None:
-        gap = max(makespan - bound, 0.0) / makespan if makespan > 0 else 0.0
+    gap = None if bound is None else gap_to_lower_bound(makespan, bound)
     status = result.status
     notes = [note] if note else []
     if status != SolveStatus.OPTIMAL:
@@ -522,9 +519,7 @@ def _cpsat_then_highs(
     obj = sched.makespan
     bounds = [b for b in (r1.best_bound, r2.best_bound) if b is not None]
     bound = max(bounds) if bounds else None
-    gap = None
-    if bound is not None:
-        gap = max(obj - bound, 0.0) / obj if obj > 0 else 0.0
+    gap = None if bound is None else gap_to_lower_bound(obj, bound)
     status = r2.status
     if status != SolveStatus.OPTIMAL and gap is not None and gap <= options.rel_gap:
         status = SolveStatus.OPTIMAL  # the two bounds together prove it

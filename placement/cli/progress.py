@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from placement.solvers.base import gap_to_lower_bound
 from placement.units import fmt_gap, fmt_time
 
 #: Seconds between redraws on a terminal.
@@ -113,7 +114,7 @@ class SolveProgress:
         if bound is not None:
             parts.append(f"bound {fmt_time(bound, 4)}")
         if incumbent is not None and bound is not None and incumbent > 0:
-            parts.append(f"gap {fmt_gap(max(incumbent - bound, 0.0) / incumbent)}")
+            parts.append(f"gap {fmt_gap(gap_to_lower_bound(incumbent, bound))}")
         return parts
 
     def _draw(self) -> None:

@@ -25,7 +25,6 @@ import pyomo.environ as pyo
 
 from placement.devices.pim import HybridTime, speedup
 from placement.errors import PlacementError
-from placement.hardware.pim import PimHardware, PimSpec
 from placement.models.common import solve_in_seconds
 from placement.models.pim_loopnest.basic_blocks import block_decisions
 from placement.models.pim_loopnest.build import (
@@ -240,8 +239,3 @@ def solve_for_cores(
         ordered = {g: by[g] for g in GRANULARITIES if g in by} if compare else None
         out.append(CoreResult(n, rule, rule_hybrid, by[granularity], ordered))
     return out
-
-
-def spec_of(hw: PimHardware | PimSpec) -> PimSpec:
-    """The PIM spec of a machine description (or the spec itself)."""
-    return hw.pim if isinstance(hw, PimHardware) else hw

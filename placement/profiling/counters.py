@@ -62,7 +62,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from placement.errors import PlacementError
 from placement.io import (
@@ -568,7 +568,3 @@ def _parse_json(text: str, path: Path) -> dict[str, dict[str, float]]:
             for e in TABLE1_EVENTS
         }
     return table
-
-
-def counters_to_json(counters: Mapping[str, Mapping[str, float]] | None) -> Any:
-    return None if counters is None else {k: dict(v) for k, v in counters.items()}

@@ -1,7 +1,7 @@
 """Host latency profiles and their JSON file format.
 
 A profile holds one latency (seconds) for every node of the original ONNX graph,
-keyed by :func:`placement.onnx_names.node_names`, measured with ONNX Runtime on
+keyed by :func:`placement.onnxfile.node_names`, measured with ONNX Runtime on
 one machine. It is tied to the exact model file by its SHA-256, so a profile
 measured elsewhere (e.g. on an ARM board) can be reused, but never for another
 model.

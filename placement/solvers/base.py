@@ -182,6 +182,13 @@ def relative_gap(incumbent: float | None, bound: float | None) -> float | None:
     return diff / abs(incumbent)
 
 
+def gap_to_lower_bound(incumbent: float, bound: float) -> float:
+    """(incumbent - bound) / incumbent of a minimization whose ``bound`` is a valid lower
+    bound: 0 where the bound reaches the incumbent (or passes it by rounding) and for a
+    zero incumbent."""
+    return max(incumbent - bound, 0.0) / incumbent if incumbent > 0 else 0.0
+
+
 def finite_or_none(value: float | None) -> float | None:
     """A solver's bound or objective, None when it is missing or infinite."""
     if value is None or not math.isfinite(value):

@@ -11,7 +11,7 @@ import json
 import math
 import os
 import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -223,9 +223,3 @@ def _clean_value(value: Any) -> Any:
 
 def _clean(row: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _clean_value(v) for k, v in row.items()}
-
-
-def iter_rows(path: str | Path) -> Iterator[dict[str, Any]]:
-    """The rows of a finished sweep's points.json (for reports and plots)."""
-    data = json.loads((Path(path) / "points.json").read_text(encoding="utf-8"))
-    yield from data

@@ -94,7 +94,7 @@ GRANULARITIES = ("loop", "operator", BASIC_BLOCK)
 
 
 class PimProblem(Protocol):
-    """What the model reads from an instance (:class:`placement.pim.instance.PimProblem`)."""
+    """What the model reads from an instance (a :class:`placement.pim.instance.PimInstance`)."""
 
     @property
     def nests(self) -> tuple[LoopNest, ...]: ...

@@ -14,7 +14,7 @@ Pipeline (the pass lists are the ones measured in shared/notes/mlir-lowering.md)
 
 The loop nests of the result are read out by :mod:`placement.profiling.mlir.extract`.
 
-ONNX specifics: nodes are renamed with :func:`~placement.onnx_names.node_names` before
+ONNX specifics: nodes are renamed with :func:`~placement.onnxfile.node_names` before
 import (the importer puts the node name in the location); constant-only nodes are folded
 (:mod:`placement.folding`, up to ``FOLD_MAX_BYTES`` per tensor), which turns the shape
 subgraphs of PyTorch exports (``Shape -> Gather -> Div -> Unsqueeze`` feeding a

@@ -21,7 +21,7 @@ nest a decision unit:
     one iteration (a GEMV) canonicalize drops it, leaving ``for k{parallel(j)}``.
 ``tile`` (linalg, transform dialect; :mod:`placement.profiling.mlir.tiling`)
     Cache tiling of the interchanged GEMMs whose weight does not fit in L2: k and j
-    are tiled (sizes from the host's L1d and L2: 256 x 512 for this VM's 48 KiB L1d and
+    are tiled (sizes from the host's L1d and L2, e.g. 256 x 512 for a 48 KiB L1d and a
     1 MiB L2, :func:`~placement.profiling.mlir.tiling.tile_sizes_for`) and each block
     of the weight is packed into a contiguous buffer that stays in L2 while every row
     of A uses it: ``for k0{for j0{pack; parallel(i){for k{parallel(j)}}}}``. The tile
@@ -43,18 +43,17 @@ nest a decision unit:
     do too; outputs still agree within the check's tolerance).
 ``vector-width``
     ``prefer-vector-width=512`` on the functions: LLVM's x86 default is 256 bits even on
-    AVX-512 hosts; compute-bound loops (exp, tanh) gain ~1.3x.
+    AVX-512 hosts, which leaves compute-bound loops (exp, tanh) half their vector width.
 ``aligned-alloc``
     buffers are allocated with ``aligned_alloc`` instead of ``malloc`` plus pointer
     arithmetic (``finalize-memref-to-llvm{use-aligned-alloc=1}``, applied by the timer,
     :data:`placement.profiling.nest_timing.TO_LLVM_ALIGNED`): LLVM then knows the
-    buffers do not alias and drops the run-time alias checks around short inner loops
-    (dense convolutions ~1.5x).
+    buffers do not alias and drops the run-time alias checks around short inner loops.
 
 Every step is optional (``steps=``) so that what each buys can be measured
-(benchmarks/pim_host_baseline.py). What a nest *is* does not change: its id, ONNX
-node, operands, ``N_iter``, ``N_total`` and trip count are those extracted from the
-unoptimized lowering (the same linalg op, the same iteration space, only the loop order
+(benchmarks/pim_host_baseline.py; its results in benchmarks/README.md). What a nest *is*
+does not change: its id, ONNX node, operands, ``N_iter``, ``N_total`` and trip count are
+those extracted from the unoptimized lowering (the same linalg op, the same iteration space, only the loop order
 and the code of the body differ). The timing markers then wrap, per nest, the outermost
 loop of any kind (scf.parallel or scf.for) carrying the nest's linalg tag
 (``LoweredProgram.markers_at == "tagged-loop"``; the module records the tags in its
@@ -64,7 +63,7 @@ such loop. ``metadata["host_optimization"]`` of the
 result says which steps ran, which nests were interchanged and into which loop order,
 which were tiled with which tile sizes (per loop, 0 = not tiled) for which caches.
 
-Tried and not kept (measured, see the README): tiling + vectorizing matmuls with the
+Tried and not kept (benchmarks/README.md): tiling + vectorizing matmuls with the
 transform dialect (the accumulator tile is not hoisted out of the k loop on memrefs:
 MLIR's ``hoist_redundant_vector_transfers`` refuses function-argument buffers that may
 alias), ``ExecutionEngine(opt_level=3)`` and ``llvm.noalias`` arguments (no measurable

@@ -33,12 +33,9 @@ Tile sizes from the host's caches (``host_cache_geometry`` of
 the largest power of two whose row of W takes at most 1/16 of L1d (W's and the output's
 row are re-read every k step, beside A and the prefetch streams), ``Tk`` the largest
 power of two with ``Tk x Tj`` elements of W in half the L2 (the other half for the rows
-of A and of the output streaming through). On this VM (48 KiB L1d, 1 MiB L2) that is
-``Tk = 256, Tj = 512``. Measured at N = 2,048 before packing (medians of 5, beside
-ONNX Runtime): Tj = 512 with Tk = 128 or 256 ran 307-320 ms, Tj = 1,024 342-373 ms,
-Tj = 256 391-396 ms, untiled 571 ms; tiling i by 256 or 512 too, or the j tile loop
-outside the k one, stayed within 10 % of (256, 512). With packing, the sizes' wall
-times were within this shared VM's noise of each other (2.3-3.8x ONNX Runtime).
+of A and of the output streaming through). With a 48 KiB L1d and a 1 MiB L2 that is
+``Tk = 256, Tj = 512``; how the rule was chosen (the sizes timed against each other) is
+in benchmarks/README.md.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ measuring, which may include this process's own earlier work), one sentence is p
 in ``metadata["warnings"]``.
 
 Before ORT sees the model, every node gets its
-:func:`~placement.onnx_names.node_names` name, so ORT's derived kernel names start
+:func:`~placement.onnxfile.node_names` name, so ORT's derived kernel names start
 from the names the rest of the tool uses (this also lets ORT load models with
 duplicate node names, which it otherwise rejects).
 
