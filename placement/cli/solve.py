@@ -34,6 +34,7 @@ from placement.cli.profile import (
     measure_nests_with_counters,
 )
 from placement.cli.progress import solve_progress
+from placement.devices.pim import AUTO_COPY, COPY_CHOICES, resolve_copy
 from placement.errors import PlacementError, repeated
 from placement.hardware.pim import DEFAULT_PIM_PRESET
 from placement.solvers.base import SolveStatus
@@ -41,8 +42,7 @@ from placement.solvers.names import MIP_BACKENDS, SOLVERS
 from placement.tables import for_terminal
 
 DEFAULT_PIM_CORES = "32,64,128"  # the paper's sweep (Table 2)
-DEFAULT_COPY = "upper_bound"  # the paper's Eq. 8; "exact" is this project's refinement
-COPY_CHOICES = ("upper_bound", "exact")
+DEFAULT_COPY = AUTO_COPY  # the hardware's memory architecture (Eq. 8 where it states none)
 GRANULARITY_CHOICES = ("loop", "operator", "basic-block")
 SOLVER_CHOICES = SOLVERS
 PIM_SOLVERS = MIP_BACKENDS  # PIM models are MIPs; "auto" is HiGHS
@@ -161,8 +161,11 @@ def pim_solve_options(group: argparse._ActionsContainer) -> None:
     group.add_argument(
         "--copy",
         choices=COPY_CHOICES,
-        help="copy accounting: upper_bound = the paper's Eq. 8 (default), exact = residency"
-        " within PIM segments",
+        help="copy accounting: auto (default) = the PIM hardware's memory architecture"
+        " (shared or partitioned; upper_bound where the hardware states none); upper_bound"
+        " = the paper's Eq. 8; exact = residency within PIM segments; shared = write-backs"
+        " of host-dirty data and re-reads of PIM-written data, nothing copied; partitioned"
+        " = operands over the host-PIM link, weights resident in the banks",
     )
     group.add_argument(
         "--granularity",
@@ -351,14 +354,15 @@ def solve_pim(args: argparse.Namespace) -> int:
 
         check_figure_path(args.plot, "--plot")
     cores = parse_cores(args.pim_cores or DEFAULT_PIM_CORES)
-    copy = args.copy or DEFAULT_COPY
     granularity = args.granularity or "loop"
     allow_estimates = bool(args.allow_estimates)
     hw = load_pim_hardware(args.pim_hardware or DEFAULT_PIM_PRESET)
+    copy = resolve_copy(args.copy or DEFAULT_COPY, hw.pim)  # before anything is measured
     pim_times = None
     if args.pim_times:
         pim_times = load_pim_times(args.pim_times)
         pim_times.check_cores(cores)
+        pim_times.check_memory(hw.pim.memory)
     if args.json:
         check_output_file(args.json, "--json")
     if args.counters and not Path(args.counters).is_file():

@@ -51,7 +51,11 @@
   lowered layernorm and ew_add workloads.
 * :func:`t_copy` -- Eq. 8 over a set of nests: ``fetch / B_rd + flush / B_wb``,
   each nest charged its whole read and write sets per invocation (the paper's
-  upper bound; the exact accounting lives in ``placement.models.pim_loopnest.build``).
+  upper bound). The other copy accountings (:data:`COPY_MODES`: ``exact`` residency,
+  the ``shared`` and ``partitioned`` memory architectures) depend on the placement as a
+  whole and live in :mod:`placement.models.pim_loopnest.copy_terms`;
+  :func:`resolve_copy` says which one a spec's memory architecture implies and
+  :func:`copy_bandwidths` at which bandwidths data moves under each.
 * :func:`hybrid_time` -- Eq. 9; :func:`speedup` over CPU-only execution.
 
 Work over all invocations: ``N_total`` counts innermost iterations of one
@@ -69,8 +73,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from placement.errors import PlacementError
-from placement.hardware.pim import PimSpec
+from placement.hardware.pim import PARTITIONED, SHARED, PimSpec
 from placement.nests import LoopNest
+
+# Copy accountings (module docstring). "auto" resolves to the spec's memory architecture.
+UPPER_BOUND = "upper_bound"
+EXACT_COPY = "exact"
+SHARED_COPY = SHARED
+PARTITIONED_COPY = PARTITIONED
+AUTO_COPY = "auto"
+COPY_MODES = (UPPER_BOUND, EXACT_COPY, SHARED_COPY, PARTITIONED_COPY)
+COPY_CHOICES = (AUTO_COPY, *COPY_MODES)
+COPY_DESCRIPTIONS = {
+    UPPER_BOUND: "Eq. 8, the paper's upper bound: every PIM nest moves its read and write sets",
+    EXACT_COPY: "residency within PIM segments, every operand over B_rd / B_wb",
+    SHARED_COPY: "shared memory: host-dirty data written back before PIM touches it, data"
+    " PIM wrote re-read by the host",
+    PARTITIONED_COPY: "partitioned memory: operands over the host-PIM link with residency"
+    " within segments, weights resident in the banks from model load",
+}
 
 
 @dataclass(frozen=True)
@@ -89,13 +110,17 @@ class PimTime:
 
 @dataclass(frozen=True)
 class HybridTime:
-    """Eq. 9: T_hybrid(N) = T_host + T_pim(N) + T_copy + N_region * T_sw."""
+    """Eq. 9: T_hybrid(N) = T_host + T_pim(N) + T_copy + N_region * T_sw.
+
+    ``load``: a one-time cost at model load, not per inference and not in ``total``
+    (partitioned memory: the weights placed in the banks)."""
 
     host: float
     pim: float
     copy: float
     n_region: int
     t_sw: float
+    load: float = 0.0
 
     @property
     def switch(self) -> float:
@@ -113,6 +138,7 @@ class HybridTime:
             "copy": self.copy,
             "n_region": self.n_region,
             "switch": self.switch,
+            "load_once": self.load,
         }
 
 
@@ -207,6 +233,44 @@ def t_copy(nests: Iterable[LoopNest], spec: PimSpec) -> float:
     fetch = sum(n.fetch_bytes for n in nests)
     flush = sum(n.flush_bytes for n in nests)
     return fetch / spec.read_bandwidth + flush / spec.writeback_bandwidth
+
+
+def resolve_copy(copy: str, spec: PimSpec) -> str:
+    """The copy accounting ``copy`` names: ``auto`` is the spec's memory architecture
+    (``upper_bound`` when the spec does not state one). An accounting the spec cannot
+    price (``shared`` without the host's cache size, ``partitioned`` without the link)
+    is a one-line error."""
+    if copy not in COPY_CHOICES:
+        raise PlacementError(
+            f"unknown copy accounting {copy!r}; known: {', '.join(COPY_CHOICES)}"
+        )
+    if copy == AUTO_COPY:
+        return spec.memory or UPPER_BOUND
+    if copy == SHARED_COPY and spec.host_cache is None:
+        raise PlacementError(
+            "--copy shared needs the host's cache size ('pim.host_cache_mib'), which this"
+            " PIM hardware does not give"
+        )
+    if copy == PARTITIONED_COPY and (
+        spec.link_to_pim_bandwidth is None or spec.link_to_host_bandwidth is None
+    ):
+        raise PlacementError(
+            "--copy partitioned needs the host-PIM link bandwidths ('pim.link_to_pim_gbps',"
+            " 'pim.link_to_host_gbps'), which this PIM hardware does not give"
+        )
+    return copy
+
+
+def copy_bandwidths(spec: PimSpec, copy: str) -> tuple[float, float]:
+    """(to PIM, to the host) in B/s under accounting ``copy``: the link for
+    ``partitioned``; otherwise Eq. 8's ``B_rd`` and ``B_wb``, the host memory system's
+    bandwidth (Section 5.1), which is what a write-back and a re-read run at on a shared
+    device."""
+    if copy == PARTITIONED_COPY:
+        assert spec.link_to_pim_bandwidth is not None  # resolve_copy checked it
+        assert spec.link_to_host_bandwidth is not None
+        return spec.link_to_pim_bandwidth, spec.link_to_host_bandwidth
+    return spec.read_bandwidth, spec.writeback_bandwidth
 
 
 def hybrid_time(

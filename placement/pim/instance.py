@@ -43,7 +43,9 @@ class PimInstance:
     basic-block granularity only. ``counter_seconds``: optional, per nest, the time of the
     program its counters were counted on (rule C3's denominator,
     :attr:`placement.profiling.nest_profile.NestProfile.counter_seconds`); ``t_cpu`` where
-    absent.
+    absent. ``cache``: the cache state the host times were measured in (``warm`` or
+    ``cold``); the shared-memory copy accounting reads it (a model input the host just
+    wrote is dirty in its caches when warm, written back when cold).
     """
 
     nests: tuple[LoopNest, ...]
@@ -55,8 +57,11 @@ class PimInstance:
     measured: PimTimes | None = None
     blocks: Mapping[str, Loop] | None = None
     counter_seconds: Mapping[str, float] | None = None
+    cache: str = "warm"
 
     def __post_init__(self) -> None:
+        if self.cache not in ("warm", "cold"):
+            raise PlacementError(f"cache state must be 'warm' or 'cold', got {self.cache!r}")
         object.__setattr__(self, "nests", tuple(self.nests))
         cores = self.spec.cores if self.n_cores is None else self.n_cores
         object.__setattr__(self, "n_cores", check_cores(cores))
@@ -85,6 +90,7 @@ class PimInstance:
         if self.measured is not None:
             self.measured.check_nests(n.id for n in self.nests)
             self.measured.check_cores([self.n_cores])
+            self.measured.check_memory(self.spec.memory)
         if self.counters is not None:
             unknown = [k for k in self.counters if k not in seen]
             if unknown:
@@ -184,4 +190,5 @@ def build_instance(
         nests=tuple(profile.nests), t_cpu=profile.t_cpu, spec=spec, n_cores=cores,
         counters=profile.counters, measured=pim_times, blocks=blocks,
         counter_seconds=profile.counter_seconds if profile.counters else None,
+        cache=profile.cache,
     )  # fmt: skip

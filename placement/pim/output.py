@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from placement.devices.pim import COPY_DESCRIPTIONS
 from placement.hardware.pim import PimHardware
 from placement.nests import LoopNest
 from placement.pim.granularity import (
@@ -159,6 +160,8 @@ def pim_document(
         "hardware": hw.to_json(),
         "options": {
             "copy": copy,
+            "copy_accounting": COPY_DESCRIPTIONS[copy],
+            "memory": spec.memory,
             "granularity": granularity,
             "allow_estimates": allow_estimates,
             "cores": [r.cores for r in results],
@@ -366,11 +369,14 @@ def summary_lines(
     lines.append(_solver_line(results))
     lines.append(
         f"T_hybrid = T_host + T_pim + T_copy + N_region*T_sw (Eq. 9); {t_pim_statement(results)}"
-        "; T_copy: "
-        + ("Eq. 8 upper bound" if copy == "upper_bound" else "exact residency within segments")
-        + f"; model granularity: {granularity}; the rule decides per nest"
+        f"; model granularity: {granularity}; the rule decides per nest"
         + granularity_note(granularity)
     )
+    lines.append(
+        f"memory architecture of {hw.name}: {spec.memory_text()}; T_copy: {copy}"
+        f" ({COPY_DESCRIPTIONS[copy]})"
+    )
+    lines.extend(load_lines(results))
     if estimated_bw or any_rule_estimated:
         use = (
             "used by rule C3 (--allow-estimates)"
@@ -391,6 +397,23 @@ def summary_lines(
             " see placement.pim.rules)"
         )
     return lines
+
+
+def load_lines(results: Sequence[Any]) -> list[str]:
+    """The one-time cost at model load (partitioned memory: weights placed in the banks),
+    kept out of T_hybrid; nothing when there is none."""
+    cells = []
+    for r in results:
+        model = r.placement.hybrid
+        if (model is not None and model.load > 0) or r.rule_hybrid.load > 0:
+            mine = "-" if model is None else fmt_time(model.load)
+            cells.append(f"N={r.cores}: model {mine}, rule {fmt_time(r.rule_hybrid.load)}")
+    if not cells:
+        return []
+    return [
+        "once, at model load (not in T_hybrid): the resident weights the PIM nests read,"
+        " placed in the banks over the link: " + "; ".join(cells)
+    ]
 
 
 def _nest_rows(

@@ -333,6 +333,8 @@ class PimTarget:
         values: dict[str, Any] = {
             "status": res.status.value,
             "cpu_only_s": placement.cpu_only,
+            "memory": inst.spec.memory,
+            "copy": placement.copy,
             "n_operators": len(inst.nests),
             "gap": res.gap,
             "solve_seconds": res.solve_seconds,
@@ -349,7 +351,7 @@ class PimTarget:
         # The paper's threshold rule on the same point, for rule-vs-optimum figures.
         rule = rule_placement(inst)
         rule_hybrid = evaluate_placement(
-            inst, {k: d.on_pim for k, d in rule.items()}, copy=opts.copy
+            inst, {k: d.on_pim for k, d in rule.items()}, copy=placement.copy
         )
         doc = placement.to_json()
         doc["rule"] = {

@@ -168,6 +168,24 @@ CASES: tuple[Case, ...] = (
         ),
         columns=WIDE,
     ),
+    # The paper's Eq. 8 (the default until the memory architectures): the same numbers as
+    # before them, and a partitioned device (UPMEM) with its link and resident weights.
+    Case(
+        "pim-solve-upper-bound",
+        _args(
+            f"solve {PIM_MODEL} --target pim --profile {PIM_PROFILE} --pim-cores 32,64"
+            " --copy upper_bound"
+        ),
+        columns=WIDE,
+    ),
+    Case(
+        "pim-solve-upmem",
+        _args(
+            f"solve {PIM_MODEL} --target pim --profile {PIM_PROFILE} --pim-cores 32,64"
+            " --pim-hardware pim-upmem --json out.json"
+        ),
+        columns=WIDE,
+    ),
     # Basic-block granularity (the blocks come from lowering the model again) and Table 5's
     # comparison of the three granularities.
     Case(

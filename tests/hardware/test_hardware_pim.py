@@ -31,11 +31,14 @@ def test_icelake_preset_matches_the_paper():
     assert (p.sigma, p.cache_line) == (0.4, 64)
     assert p.read_bandwidth == pytest.approx(p.host_dram_bandwidth)
     assert hw.host.arch == "x86_64" and "6330" in hw.host.name
+    assert p.memory == "shared" and p.host_cache == pytest.approx(43.3 * 2**20)
     for f in dataclasses.fields(PimSpec):  # dataclass defaults are the preset
-        if getattr(SPEC, f.name) is None:  # a float cost left to follow op/div_instr
-            assert p.cost(f.name) == SPEC.cost(f.name), f.name
-        else:
+        if f.name in ("fadd_instr", "fmul_instr", "fdiv_instr") and getattr(SPEC, f.name) is None:
+            assert p.cost(f.name) == SPEC.cost(f.name), f.name  # follows op/div_instr
+        elif isinstance(getattr(SPEC, f.name), float):
             assert getattr(p, f.name) == pytest.approx(getattr(SPEC, f.name)), f.name
+        else:
+            assert getattr(p, f.name) == getattr(SPEC, f.name), f.name
 
 
 def test_core_sweep_and_overrides_in_file_units():

@@ -141,7 +141,8 @@ def pim_sweep_points(
     rows, docs = [], {}
     for size in sizes:
         profile = pim_profile(size, name)
-        for r in solve_for_cores(instance(profile, hw.pim), list(cores)):
+        # Eq. 8's copies keep some nests on the host: the figures need both devices.
+        for r in solve_for_cores(instance(profile, hw.pim), list(cores), copy="upper_bound"):
             p = r.placement
             assert p.hybrid is not None and p.on_pim is not None
             pid = f"q{len(rows):04d}"

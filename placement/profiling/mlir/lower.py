@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from onnx import numpy_helper
 
 from placement.errors import PlacementError
 from placement.folding import fold_and_infer, strip_folded
-from placement.nests import LoopNest
+from placement.nests import CONSTANT, TEMPORARY, LoopNest, NestOperand
 from placement.onnxfile import NOT_NUMERIC_FIX, node_names, read_onnx
 from placement.profiling.mlir.extract import (
     extract_nests,
@@ -180,7 +180,7 @@ def lower_onnx(
     program_args = _attach_outputs(args, model.graph, program)
     lowered = LoweredProgram(
         module_text=program["text"],
-        nests=program["nests"],
+        nests=with_buffer_roles(program["nests"], program_args),
         linalg_text=program["linalg_text"],
         nest_tags=program["nest_tags"],
         func_name="forward",
@@ -231,7 +231,7 @@ def lower_mlir(path: str | Path, *, fuse_elementwise: bool = False) -> LoweredPr
     )
     return LoweredProgram(
         module_text=program["text"],
-        nests=program["nests"],
+        nests=with_buffer_roles(program["nests"], program_args),
         linalg_text=program["linalg_text"],
         nest_tags=program["nest_tags"],
         func_name=func_name,
@@ -243,6 +243,22 @@ def lower_mlir(path: str | Path, *, fuse_elementwise: bool = False) -> LoweredPr
             "lowering_seconds": time.perf_counter() - start,
         },
     )
+
+
+def with_buffer_roles(nests: list[LoopNest], args: tuple[ArgInfo, ...]) -> list[LoopNest]:
+    """``nests`` with every operand's :attr:`~placement.nests.NestOperand.role`: an argument
+    ``argN`` takes the role of the function's N-th argument (input, weight or output), a
+    global is a constant, an allocation a temporary."""
+    roles = {f"arg{i}": a.role for i, a in enumerate(args)}
+
+    def role(op: NestOperand) -> str:
+        if op.kind == "argument":
+            return roles[op.buffer]
+        return CONSTANT if op.kind == "global" else TEMPORARY
+
+    return [
+        replace(n, operands=tuple(replace(op, role=role(op)) for op in n.operands)) for n in nests
+    ]
 
 
 def new_context() -> Any:
