@@ -148,7 +148,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--solver",
         choices=list(SOLVER_CHOICES),
         default="auto",
-        help="CIM solver, as for 'placement solve' (default auto; PIM always uses HiGHS)",
+        help="solver, as for 'placement solve' (default auto; PIM: a MIP backend, auto ="
+        " HiGHS)",
     )
     ex = p.add_argument_group("execution")
     ex.add_argument(
