@@ -28,8 +28,9 @@ Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
 
   - ``bank_gbps_per_core`` = 8 GB/s of bank bandwidth per core: 1 TB/s aggregate at
     128 cores, the "terabyte-per-second scale" Section 5.1 reports for real systems
-    (its reference [23] is garbled in the text; the PrIM study of UPMEM reports
-    ~0.63 GB/s per DPU x 2,556 DPUs ~ 1.6 TB/s, the same scale);
+    (its reference [23] is garbled in the text; the PrIM study of UPMEM measures
+    628.23 MB/s of MRAM read bandwidth per DPU on its 2,556-DPU system, 1.6 TB/s in all:
+    the same scale; slides 12 and 30 of its authors' slides, cited in ``pim-upmem.toml``);
   - ``t_sync_ns_per_core`` = 100 ns of synchronization and result aggregation per
     participating core and invocation: one serialized, dependent DRAM-latency access
     per core (a centralized barrier counter, or the host collecting each core's
