@@ -85,7 +85,11 @@ Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
   division, so tanh/erf cost at least this much). 20 is an assumption, not a measured
   or published figure. Cores without an FPU emulate float ops in software at tens to
   hundreds of instructions each: the ``pim-upmem`` preset prices them from the PrIM
-  study's measured throughputs. Nests without ``body_ops`` (hand-built, profiles
+  study's measured throughputs. A SIMD core counts an instruction per lane: the
+  ``pim-hbm`` preset (Samsung HBM-PIM, an FP16 add/multiply/MAC unit) sets
+  ``issue_width`` to its 16 lanes, and prices the ops its ISA lacks (division,
+  transcendentals) so high that nests using them stay on the host. Every preset states
+  the sources of its constants beside each key. Nests without ``body_ops`` (hand-built, profiles
   written before the field) are charged ``instr_per_iter`` = 4 instructions per
   innermost iteration (load, op, store, loop; assumption) instead. Loop and index
   bookkeeping is not in ``body_ops`` and not charged.

@@ -1,5 +1,6 @@
 """The analytical T_pim never beats the device: a property test on random nests for every
-PIM preset (``placement/hardware/presets/pim-*.toml``).
+PIM preset (``placement/hardware/presets/pim-*.toml``), and the new ``pim-hbm`` preset's
+T_pim checked by hand and against its published peak.
 
 The floors are recomputed here from the nest and the preset's constants, not from the
 model's terms: bytes touched over the aggregate bank bandwidth of the cores used, and
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placement.devices.pim import t_pim_breakdown, t_pim_min
+from placement.devices.pim import t_pim, t_pim_breakdown, t_pim_min
 from placement.hardware.pim import PimSpec, load_pim_hardware, pim_preset_names
 from placement.nests import LoopNest, NestOperand
 
@@ -105,4 +106,80 @@ def test_t_pim_never_below_the_physical_floor(preset, nest, cores):
 
 
 def test_every_pim_preset_is_property_tested():
-    assert {"pim-icelake", "pim-upmem"} <= set(PRESETS)
+    assert {"pim-icelake", "pim-upmem", "pim-hbm"} <= set(PRESETS)
+
+
+# --- pim-hbm: one nest by hand, and a LLaMA-7B-sized GEMV against the device's peak -------
+
+HBM = load_pim_hardware("pim-hbm").pim
+#: Aquabolt-XL's PIM-side peak: 128 PCUs x 16 FP16 lanes x 2 B x 0.3 GHz = 1,228.8 GB/s
+#: (the preset's sources); 1.2 TFLOPS = 128 x 16 x 2 FLOP (MAC) x 0.3 GHz.
+HBM_INTERNAL_BANDWIDTH = 128 * 16 * 2 * 0.3e9
+HBM_MAC_RATE = 128 * 16 * 0.3e9
+
+
+def _operand(name: str, shape: tuple[int, ...], read: bool, written: bool) -> NestOperand:
+    return NestOperand(name, "argument", shape, "f32", 4 * math.prod(shape), read, written)
+
+
+def test_hbm_preset_constants_give_its_published_peak():
+    assert (HBM.cores, HBM.issue_width) == (128, 16)
+    assert HBM.clock == pytest.approx(0.3e9)
+    assert HBM.cores * HBM.bank_bandwidth_per_core == pytest.approx(HBM_INTERNAL_BANDWIDTH)
+    flops = HBM.cores * HBM.issue_width * HBM.clock * 2  # a MAC is two FLOP
+    assert flops == pytest.approx(1.2288e12)  # ISSCC 2021 25.4: "1.2TFLOPS"
+    assert HBM.memory == "shared"
+
+
+def test_hbm_t_pim_closed_form_elementwise_add():
+    # y = a + b over 2^20 fp32 elements (one parallel loop), lowered body: 2 loads, 1 addf,
+    # 1 store per element. By hand, on pim-hbm's 128 PCUs at 300 MHz, 16 lanes:
+    n = 1 << 20
+    nest = LoopNest(
+        id="n000", index=0, onnx_node="add", onnx_op_type="Add", linalg_op="linalg.generic",
+        n_iter=n, n_total=n, trip_count=1,
+        operands=(_operand("a", (n,), True, False), _operand("b", (n,), True, False),
+                  _operand("y", (n,), False, True)),
+        body_ops={"memref.load": 2 * n, "arith.addf": n, "memref.store": n},
+    )  # fmt: skip
+    # compute: 8192 elements per PCU x 4 instructions / (16 x 0.3e9) = 6.827 us
+    compute = 8192 * 4 / (16 * 0.3e9)
+    # memory: 3 x 4 MiB over 128 x 9.6 GB/s = 10.24 us
+    memory = 3 * 4 * n / (128 * 9.6e9)
+    # sync: one partial-result read per PCU, 4 ns each
+    sync = 128 * 4e-9
+    b = t_pim_breakdown(nest, HBM)
+    assert b.cores_used == 128
+    assert b.compute == pytest.approx(compute) and b.compute == pytest.approx(6.8267e-6, rel=1e-4)
+    assert b.memory == pytest.approx(memory) and b.memory == pytest.approx(10.24e-6, rel=1e-9)
+    assert b.sync == pytest.approx(sync)
+    assert t_pim(nest, HBM) == pytest.approx(compute + memory + sync)
+
+
+def test_hbm_gemv_of_llama_7b_size_against_the_device_peak():
+    # y[1 x 11008] = x[1 x 4096] W[4096 x 11008], fp32 (LLaMA-7B's FFN), as the lowering
+    # emits a MatMul (the workload "gemv" at 512 gives exactly this body): 11008 parallel
+    # outputs, each a reduction over 4096 with loads of x, W and the accumulator, a mulf, an
+    # addf and a store per step.
+    rows, cols = 11008, 4096
+    steps = rows * cols
+    nest = LoopNest(
+        id="n001", index=1, onnx_node="gemv", onnx_op_type="MatMul", linalg_op="linalg.matmul",
+        n_iter=rows, n_total=steps, trip_count=1,
+        operands=(_operand("W", (rows, cols), True, False), _operand("x", (cols,), True, False),
+                  _operand("y", (rows,), True, True)),
+        body_ops={"memref.load": 3 * steps, "arith.mulf": steps, "arith.addf": steps,
+                  "memref.store": steps},
+    )  # fmt: skip
+    touched = 4 * (rows * cols + cols + 2 * rows)
+    peak = touched / HBM_INTERNAL_BANDWIDTH  # 146.9 us: the bandwidth floor at 128 PCUs
+    b = t_pim_breakdown(nest, HBM)
+    assert b.memory == pytest.approx(peak)
+    # compute: ceil(11008 / 128) = 86 rows x 4096 steps x 6 instructions / (16 x 0.3 GHz)
+    assert b.compute == pytest.approx(86 * 4096 * 6 / (16 * 0.3e9))  # 440.3 us
+    assert b.total == pytest.approx(peak + 86 * 4096 * 6 / 4.8e9 + 128 * 4e-9)
+    # Above the peak (never below): 4.0x the bandwidth floor, 8.0x the floor of one MAC per
+    # lane and cycle (73.4 us). The cost table charges 6 lane-slots per multiply-accumulate
+    # (3 loads, mulf, addf, store) where the PCU's MAC takes 1, and the in-order terms add.
+    assert b.total / peak == pytest.approx(4.0, abs=0.05)
+    assert b.total / (steps / HBM_MAC_RATE) == pytest.approx(8.0, abs=0.05)

@@ -148,6 +148,30 @@ def test_upmem_preset_from_published_characteristics():
     assert p.instr_per_iter == pytest.approx(350 / 58.5, abs=0.05)  # the int32 add loop
 
 
+def test_hbm_preset_from_published_characteristics():
+    hw = load_pim_hardware("pim-hbm")
+    p = hw.pim
+    assert "pim-hbm" in pim_preset_names() and "pim-hbm" not in preset_names()
+    # 128 PCUs (8 per pseudo channel x 16 pseudo channels), 16 FP16 lanes at 300 MHz
+    assert (p.cores, p.issue_width, p.clock) == (128, 16, pytest.approx(0.3e9))
+    assert p.bank_bandwidth_per_core == pytest.approx(16 * 2 * 0.3e9)  # one 256-bit access/cycle
+    assert p.memory == "shared" and p.host_cache == pytest.approx(43.3 * 2**20)
+    # the host side is the assumed Ice Lake host's, as pim-icelake
+    icelake = load_pim_hardware("pim-icelake").pim
+    for field in ("host_dram_bandwidth", "theta_ratio", "sigma", "cache_line", "read_bandwidth",
+                  "writeback_bandwidth", "host_cache", "t_sw", "t_ctx", "i_min"):  # fmt: skip
+        assert getattr(p, field) == getattr(icelake, field), field
+    # an FP16 add/multiply/MAC unit: one slot each; the MAC (math.fma) too
+    for op in ("arith.addf", "arith.mulf", "math.fma", "arith.maximumf", "memref.load"):
+        assert p.op_instructions(op) == 1, op
+    # what its ISA lacks is priced below one host core's rate: 128 x 16 x 0.3 GHz / cost
+    for op in ("arith.divf", "math.exp", "math.tanh", "math.erf", "math.sqrt"):
+        assert p.cores * p.issue_width * p.clock / p.op_instructions(op) < 1e8, op
+    text = (PRESETS / "pim-hbm.toml").read_text()
+    for words in ("ISSCC 2021", "SAITPublic/PIMSimulator", "300MHz", "assumption", "GPU host"):
+        assert words in text, words
+
+
 @pytest.mark.parametrize("name", pim_preset_names())
 def test_every_pim_preset_loads_and_describes_itself(name, capsys):
     hw = load_pim_hardware(name)
