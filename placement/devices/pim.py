@@ -39,6 +39,24 @@
   average less than ``I_min`` per innermost iteration -- loop bookkeeping is
   not counted -- is charged ``I_min``), ``t_pim >= t_pim_min`` always.
 
+  The physical floor. For every nest and spec, on ``c = min(N_core, N_iter)`` cores,
+  ``t_pim`` is at least each of the device's two limits:
+
+  - bytes over bandwidth: ``trip_count * sum(operand bytes x (read + written)) /
+    (c * B_bank)`` -- every distinct byte a nest reads or writes crosses some core's bank
+    port at least once per invocation, and ``c`` cores have ``c * B_bank`` of it;
+  - instructions over issue rate: ``instructions(nest) / (c * f_pim * issue_width)`` --
+    the cost table's count (``I * N_total * trip_count``) at the issue rate of the cores
+    used.
+
+  Both hold with ``N_core`` in place of ``c`` too (``c <= N_core``). The memory term *is*
+  the first limit; the compute term is at least the second because the busiest core runs
+  ``ceil(N_iter / c) >= N_iter / c`` parallel iterations (an integer ceiling, exact for any
+  size). Synchronization only adds. So ``t_pim >= max(both limits)``, up to floating-point
+  rounding (a few units in the last place); ``tests/devices/test_devices_pim_floor.py``
+  checks it on random nests for every preset. Measured or simulated PIM times
+  (``--pim-times``) replace this model and are not bound by it.
+
   Closed form of the crossover. Write ``W`` for a nest's single-core time per
   invocation (compute + memory on one core; both shrink as ``1/c`` while ``c`` divides
   ``N_iter``). Then ``T(c) = W / c + c * t_sync`` and, for ``N_iter >= 2c``,
@@ -182,7 +200,9 @@ def t_pim_breakdown(
     *,
     instr_per_iter: float | None = None,
 ) -> PimTime:
-    """Analytical PIM time of ``nest`` (see the module docstring)."""
+    """Analytical PIM time of ``nest`` (see the module docstring): never below the device's
+    physical floor, bytes over the used cores' bank bandwidth and instructions over their
+    issue rate."""
     cores = check_cores(spec.cores if n_cores is None else n_cores)
     ipi = instructions_per_iteration(nest, spec) if instr_per_iter is None else instr_per_iter
     if not (math.isfinite(ipi) and ipi >= spec.i_min):
@@ -194,7 +214,7 @@ def t_pim_breakdown(
         return PimTime(0.0, 0.0, 0.0, 0)  # an empty nest does nothing anywhere
     used = min(cores, nest.n_iter)
     inner = nest.n_total / nest.n_iter  # innermost iterations per parallel iteration
-    per_core_iters = math.ceil(nest.n_iter / used) * inner
+    per_core_iters = -(-nest.n_iter // used) * inner  # ceil, exact for any int size
     compute = per_core_iters * ipi / (spec.clock * spec.issue_width)
     touched = sum(op.nbytes * (int(op.read) + int(op.written)) for op in nest.operands)
     memory = touched / (used * spec.bank_bandwidth_per_core)

@@ -28,8 +28,9 @@ Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
 
   - ``bank_gbps_per_core`` = 8 GB/s of bank bandwidth per core: 1 TB/s aggregate at
     128 cores, the "terabyte-per-second scale" Section 5.1 reports for real systems
-    (its reference [23] is garbled in the text; the PrIM study of UPMEM reports
-    ~0.63 GB/s per DPU x 2,556 DPUs ~ 1.6 TB/s, the same scale);
+    (its reference [23] is garbled in the text; the PrIM study of UPMEM measures
+    628.23 MB/s of MRAM read bandwidth per DPU on its 2,556-DPU system, 1.6 TB/s in all:
+    the same scale; slides 12 and 30 of its authors' slides, cited in ``pim-upmem.toml``);
   - ``t_sync_ns_per_core`` = 100 ns of synchronization and result aggregation per
     participating core and invocation: one serialized, dependent DRAM-latency access
     per core (a centralized barrier counter, or the host collecting each core's
@@ -84,7 +85,11 @@ Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
   division, so tanh/erf cost at least this much). 20 is an assumption, not a measured
   or published figure. Cores without an FPU emulate float ops in software at tens to
   hundreds of instructions each: the ``pim-upmem`` preset prices them from the PrIM
-  study's measured throughputs. Nests without ``body_ops`` (hand-built, profiles
+  study's measured throughputs. A SIMD core counts an instruction per lane: the
+  ``pim-hbm`` preset (Samsung HBM-PIM, an FP16 add/multiply/MAC unit) sets
+  ``issue_width`` to its 16 lanes, and prices the ops its ISA lacks (division,
+  transcendentals) so high that nests using them stay on the host. Every preset states
+  the sources of its constants beside each key. Nests without ``body_ops`` (hand-built, profiles
   written before the field) are charged ``instr_per_iter`` = 4 instructions per
   innermost iteration (load, op, store, loop; assumption) instead. Loop and index
   bookkeeping is not in ``body_ops`` and not charged.
