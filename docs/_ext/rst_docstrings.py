@@ -55,9 +55,19 @@ def _columns(border: str) -> list[tuple[int, int]]:
 
 
 def _cells(line: str, cols: list[tuple[int, int]]) -> list[str]:
-    """The cells of a table line; the last column runs to the end of the line."""
-    starts = [start for start, _ in cols] + [None]
-    return [line[a:b].strip() for a, b in zip(starts, starts[1:], strict=False)]
+    """The cells of a table line; the last column runs to the end of the line, and a word
+    that runs across a column's start stays in the cell it started in."""
+    cells = [""] * len(cols)
+    k = 0
+    for pos, char in enumerate(line):
+        while (
+            k + 1 < len(cols)
+            and pos >= cols[k + 1][0]
+            and (char == " " or pos == 0 or line[pos - 1] == " ")
+        ):
+            k += 1
+        cells[k] += char
+    return [c.strip() for c in cells]
 
 
 def _rows(lines: list[str], cols: list[tuple[int, int]]) -> list[list[str]]:

@@ -77,13 +77,14 @@ def test_simple_table_becomes_a_pipe_table_with_wrapped_rows_merged():
         "``m.t_a,``  the data, as",
         "           immutable Params",
         "``m.t_b``",
+        "``m.a_long_name``",
         "=========  ==================",
     ]
     assert rst.convert_tables(table) == [
         "|  |  |",
         "|---|---|",
         "| ``m.V`` | operators |",
-        "| ``m.t_a,`` ``m.t_b`` | the data, as immutable Params |",
+        "| ``m.t_a,`` ``m.t_b`` ``m.a_long_name`` | the data, as immutable Params |",
     ]
 
 
