@@ -1,18 +1,27 @@
-"""The documentation's generated page and build helpers (``docs/_ext``).
+"""The documentation's generated page, its build helpers (``docs/_ext``) and the facts
+it copies from elsewhere.
 
 ``docs/presets.md`` must be what ``docs/_ext/presets_page.py`` makes of the preset files
-today, and the docstring converter (``docs/_ext/rst_docstrings.py``) must turn the
-reStructuredText the package writes into the Markdown the site renders. The site itself
+today; the docstring converter (``docs/_ext/rst_docstrings.py``) must turn the
+reStructuredText the package writes into the Markdown the site renders; the layer table of
+``docs/architecture.md`` must be pyproject's import contract; the README's links must
+reach files (GitHub renders them; the site does not include the README). The site itself
 is built by CI (``mkdocs build --strict``, ``.ci/run``).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 EXT = Path(__file__).resolve().parents[2] / "docs" / "_ext"
 
@@ -124,3 +133,26 @@ def test_literal_blocks_lists_and_definitions_get_markdown_indentation():
         ":   its definition",
         "    goes on",
     ]
+
+
+@pytest.mark.unit
+def test_architecture_page_lists_the_layers_of_the_import_contract():
+    root = EXT.parents[1]
+    contract = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    (layers,) = [
+        c["layers"] for c in contract["tool"]["importlinter"]["contracts"] if c["type"] == "layers"
+    ]
+    want = [{p.strip().removeprefix("placement.") for p in row.split("|")} for row in layers]
+    page = (root / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("## The layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[2] for line in section.splitlines() if line.startswith("| ")][1:]
+    assert [set(re.findall(r"`(\w+)`", row)) for row in rows] == want
+
+
+@pytest.mark.unit
+def test_readme_links_point_at_files_of_the_repository():
+    root = EXT.parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
+    assert any(t.startswith("docs/") for t in targets)
+    assert [t for t in targets if "://" not in t and not (root / t).exists()] == []
