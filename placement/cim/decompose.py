@@ -141,7 +141,7 @@ def block_instance(
     devices (``HOST``/``CIM``; None where the block has no such cut). Every block
     operator descends from the entry and precedes the exit, so the makespan is the
     window. An end on the accelerator costs so much on the host that no sensible
-    placement moves it there (:func:`frontier` moves it back if one does)."""
+    placement moves it there (:class:`Frontier` moves it back if one does)."""
     members = set(block.operators)
     transfers = math.fsum(e.t_transfer for e in instance.edges)
     huge = 1.0 + 10.0 * (instance.cpu_only_latency + transfers)

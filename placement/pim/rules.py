@@ -12,7 +12,7 @@
   unless given). The two differ with ONNX Runtime host times: the counters then come
   from the compiled program, whose traffic over ONNX Runtime's time is a bandwidth no
   program achieved (the compiled, untiled 2048^3 matmul's simulated L2 misses over ONNX
-  Runtime's time, 6-7x shorter than its own (README), read as 380 GB/s, where this VM's
+  Runtime's time, 6-7x shorter than its own (docs/results.md), read as 380 GB/s, where this VM's
   single-core read bandwidth is 20.5 GB/s: a NumPy sum over 1 GiB);
   C4 ``StoreBound = c_store / c_backend > sigma`` (Eq. 7), where, following the
   paper's text, ``c_backend`` is the sum of the three backend-bound events

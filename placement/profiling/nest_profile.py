@@ -38,7 +38,7 @@ Host-time sources (``host_times``, one of :data:`HOST_TIME_SOURCES`):
 ``ort``
     per ONNX operator, ONNX Runtime's time (1 thread, the CIM path's profiler) split over
     the operator's nests in proportion to their compiled times; nests with no ONNX
-    operator keep their compiled time (:func:`placement.profiling.nest_measure.apportion_ort`).
+    operator keep their compiled time (:func:`placement.profiling.ort.apportion.apportion_ort`).
 
 ``ort_cpu_only`` is ONNX Runtime's CPU-only time for the same model (the sum of its
 per-operator times), measured when profiling so that every result can state its

@@ -130,8 +130,8 @@ def simulate_nests(
     ``cold``: before the counted run, a buffer of twice the LL is written and read back
     (uncounted), as the timing run's cold-cache mode flushes the cache;
     ``keep_dir``: build and run there and keep every file (for debugging).
-    Raises :class:`CountersUnavailable` when valgrind or gcc is missing and
-    :class:`~placement.errors.PlacementError` when the simulation itself fails.
+    Raises :class:`~placement.profiling.counters.CountersUnavailable` when valgrind or gcc
+    is missing and :class:`~placement.errors.PlacementError` when the simulation itself fails.
     """
     if warmup < 0:
         raise PlacementError(f"warmup must be >= 0 (got {warmup})")
