@@ -96,6 +96,11 @@ def summary_lines(cal: Calibration, setting: Setting, *, details: bool = False) 
         f"  with {setting.hardware}'s thresholds (theta_ratio {cal.hardware_theta_ratio:g},"
         f" sigma {cal.hardware_sigma:g}): {cal.hardware_counts.text()}",
     ]
+    if cal.counts.tp + cal.counts.fp == 0:
+        lines.append(
+            "  at these thresholds the rule offloads no nest: with so few nests that pay,"
+            " the fewest false positives is the rule that never offloads"
+        )
     fp, fn = cal.wrong()
     for label, wrong in (("false positives", fp), ("false negatives", fn)):
         if wrong:
@@ -116,9 +121,9 @@ def _sweep_table(t: Threshold, details: bool, head: str, scale: float | None) ->
     rows = []
     for i in shown:
         s = segments[i]
-        cells = [f"[{s.lo:.4g}, {s.hi:.4g})"]
+        cells = [_span(s.lo, s.hi, 4)]
         if scale is not None:
-            cells = [f"[{s.lo * scale:.3g}, {s.hi * scale:.3g})", *cells]
+            cells = [_span(s.lo * scale, s.hi * scale, 3), *cells]
         c = s.counts
         rows.append([*cells, str(c.fp), str(c.fn), f"{c.agree}/{c.total}",
                      "<- chosen" if i == at else ""])  # fmt: skip
@@ -130,12 +135,19 @@ def _sweep_table(t: Threshold, details: bool, head: str, scale: float | None) ->
     return table
 
 
+def _span(lo: float, hi: float, digits: int) -> str:
+    """'[lo, hi)' with ``digits`` significant digits, more where they would look equal."""
+    while f"{lo:.{digits}g}" == f"{hi:.{digits}g}" and digits < 12:
+        digits += 1
+    return f"[{lo:.{digits}g}, {hi:.{digits}g})"
+
+
 def _choice(name: str, t: Threshold, scale: float | None, unit: str) -> str:
     s = t.interval
     if scale is None:
-        interval, value = f"[{s.lo:.4g}, {s.hi:.4g})", f"{t.value:.4g}"
+        interval, value = _span(s.lo, s.hi, 4), f"{t.value:.4g}"
     else:
-        interval = f"[{s.lo * scale:.3g}, {s.hi * scale:.3g}) {unit}"
+        interval = f"{_span(s.lo * scale, s.hi * scale, 3)} {unit}"
         value = f"{t.value * scale:.3g} {unit} = {t.value:.4g} x B_cpu"
     if not t.determined:
         return (
@@ -147,9 +159,15 @@ def _choice(name: str, t: Threshold, scale: float | None, unit: str) -> str:
         if t.deciding < NARROW_BASE
         else ""
     )
+    edge = (
+        f"; the interval ends at the range's upper end: a {name} above the range may do"
+        " better (widen the range)"
+        if s.hi == t.range[1] and not (name == "sigma" and s.hi >= 1.0)  # StoreBound <= 1
+        else ""
+    )
     return (
         f"fewest false positives ({s.counts.fp}), then false negatives ({s.counts.fn}), over"
-        f" {interval}; {name} = its midpoint {value}{narrow}"
+        f" {interval}; {name} = its midpoint {value}{narrow}{edge}"
     )
 
 

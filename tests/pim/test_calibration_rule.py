@@ -14,7 +14,7 @@ from pim_oracles import PARTITIONED_SPEC, hybrid_cost, random_instance
 
 from placement.errors import PlacementError
 from placement.hardware.pim import load_pim_hardware
-from placement.pim.calibration import calibrate, check_against_rule, nest_evidence
+from placement.pim.calibration import NestEvidence, calibrate, check_against_rule, nest_evidence
 from placement.pim.calibration_output import Setting, hardware_toml, summary_lines
 from placement.pim.instance import PimInstance, build_instance
 from placement.pim.rules import rule_placement
@@ -118,13 +118,29 @@ def test_the_rule_decides_as_the_closed_form_at_the_calibrated_thresholds():
         check_against_rule(dataclasses.replace(cal, nests=tuple(nests)), instances)
 
 
+SETTING = Setting(
+    date="2026-01-01T00:00:00+00:00", host="test host", models=("m0", "m1"), cores=4,
+    hardware=HW.name, memory=HW.pim.memory_text(), copy="shared", t_pim="model",
+    profiles="hand-made", b_cpu="given", theta_range="0-1",
+)  # fmt: skip
+
+
+def test_the_report_says_when_the_interval_ends_the_range_and_nothing_is_offloaded():
+    # c (0.3) pays, a (0.4) does not: no false positive only above 0.4, to the range's end
+    nests = [NestEvidence("m", n, pays, 1e-3, 1e-3, True, "", ratio * 10 * GB, None, None)
+             for n, ratio, pays in (("a", 0.4, False), ("c", 0.3, True))]  # fmt: skip
+    cal = calibrate(nests, 10 * GB, theta_range=(0.0, 1.0), hardware_theta_ratio=0.12,
+                    hardware_sigma=0.4)  # fmt: skip
+    assert (cal.theta.interval.lo, cal.theta.interval.hi) == pytest.approx((0.4, 1.0))
+    text = "\n".join(summary_lines(cal, SETTING))
+    assert "the interval ends at the range's upper end" in text
+    assert "the rule offloads no nest" in text
+    assert "1/2 = 0.500 (TP 0, FP 0, TN 1, FN 1)" in text
+
+
 def test_the_hardware_file_loads_with_the_calibrated_values(tmp_path):
     cal, _ = calibrated()
-    setting = Setting(
-        date="2026-01-01T00:00:00+00:00", host="test host", models=("m0", "m1"), cores=4,
-        hardware=HW.name, memory=HW.pim.memory_text(), copy="shared", t_pim="model",
-        profiles="hand-made", b_cpu="given", theta_range="0-1",
-    )  # fmt: skip
+    setting = SETTING
     text = hardware_toml(HW, cal, setting, host_name="Test CPU", host_arch="x86_64")
     path = tmp_path / "hw.toml"
     path.write_text(text)
