@@ -131,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     from placement.pim.calibration_output import (
         Setting,
         calibration_document,
+        evidence_lines,
         hardware_toml,
         model_labels,
         summary_lines,
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     evidence: list[Any] = []
     instances = []
     measured = []
-    kinds: dict[str, None] = {}
+    profile_kinds: dict[str, None] = {}
     for i, model in enumerate(models):
         info(args, f"[{i + 1}/{len(models)}] {model}")
         times = pim_times[i] if pim_times else None
@@ -186,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
             instance, labels[i], copy=copy, allow_estimates=args.allow_estimates
         )
         measured.append(profile.host_dram_read)
-        kinds[f"host times {profile.host_times}, {profile.cache} cache, counters"
+        profile_kinds[f"host times {profile.host_times}, {profile.cache} cache, counters"
               f" {profile.counter_source}"] = None  # fmt: skip
 
     b_cpu, b_cpu_text = _host_b_cpu(args, measured)
@@ -216,12 +217,12 @@ def run(args: argparse.Namespace) -> int:
         date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         host=host, models=tuple(labels), cores=cores, hardware=hw.name,
         memory=hw.pim.memory_text(), copy=f"{copy} ({COPY_DESCRIPTIONS[copy]})", t_pim=t_pim,
-        profiles="; ".join(kinds), b_cpu=b_cpu_text, theta_range=range_text,
+        profiles="; ".join(profile_kinds), b_cpu=b_cpu_text, theta_range=range_text,
     )  # fmt: skip
     for line in for_terminal(summary_lines(calibration, setting, details=args.details)):
         print(line)
     if args.details:
-        for line in for_terminal(_evidence_lines(calibration)):
+        for line in for_terminal(["", *evidence_lines(calibration)]):
             print(line)
     text = hardware_toml(hw, calibration, setting, host_name=cpu_model(),
                          host_arch=platform.machine())  # fmt: skip
@@ -320,8 +321,9 @@ def _host_b_cpu(args: argparse.Namespace, measured: list[Any]) -> tuple[float, s
     else:
         first = next(r for r in measured if r is not None)
         text = (
-            f"median of {len(values)} profile measurement(s)"
-            f" ({', '.join(f'{v / 1e9:.3g}' for v in values)} GB/s), each {describe(first)}"
+            f"median of {len(values)} profiles' measurements"
+            f" ({', '.join(f'{v / 1e9:.3g}' for v in values)} GB/s), each a"
+            f" {first.get('method', 'measurement')}"
             if len(values) > 1
             else f"the profile's measurement, {describe(first)}"
         )
@@ -331,23 +333,3 @@ def _host_b_cpu(args: argparse.Namespace, measured: list[Any]) -> tuple[float, s
             " written file makes the rule do"
         )
     return float(f"{b_cpu:.4g}"), text
-
-
-def _evidence_lines(cal: Any) -> list[str]:
-    from placement.tables import text_table
-    from placement.units import fmt_time
-
-    rows = []
-    for n in cal.nests:
-        bw = "-" if n.read_bandwidth is None else f"{n.read_bandwidth / 1e9:.3g}"
-        ratio = "-" if n.read_ratio is None else f"{n.read_ratio:.4g}"
-        sb = "-" if n.store_bound is None else f"{n.store_bound:.3g}"
-        rule = "pim" if n.offloads(cal.theta_ratio, cal.sigma.value) else "host"
-        rows.append([n.model, n.nest, fmt_time(n.t_cpu), fmt_time(n.t_alone),
-                     "yes" if n.pays else "no", "yes" if n.stage1 else "no", bw, ratio, sb,
-                     rule])  # fmt: skip
-    return ["", *text_table(
-        [["model", "nest", "T_cpu", "T alone", "pays", "stage 1", "BW_read", "/B_cpu",
-          "StoreBnd", "rule"], ["", "", "", "on PIM", "", "", "(GB/s)", "", "", ""]],
-        rows, right=range(2, 9), shrink=0,
-    )]  # fmt: skip

@@ -27,6 +27,7 @@ from placement.pim.calibration import (
     Threshold,
 )
 from placement.tables import text_table
+from placement.units import fmt_time
 
 RECORD_FORMAT = "placement-pim-calibration"
 RECORD_VERSION = 1
@@ -180,6 +181,25 @@ def _nest_text(n: NestEvidence, b_cpu: float) -> str:
     if n.store_bound is not None:
         parts.append(f"StoreBound {n.store_bound:.3g}")
     return f"{n.model} {n.nest} ({', '.join(parts) or 'no counters'})"
+
+
+def evidence_lines(cal: Calibration) -> list[str]:
+    """Every nest's evidence (``--details``): times, ground truth, the rule's inputs and
+    its decision at the calibrated thresholds."""
+    rows = []
+    for n in cal.nests:
+        bw = "-" if n.read_bandwidth is None else f"{n.read_bandwidth / 1e9:.3g}"
+        ratio = "-" if n.read_ratio is None else f"{n.read_ratio:.4g}"
+        sb = "-" if n.store_bound is None else f"{n.store_bound:.3g}"
+        rule = "pim" if n.offloads(cal.theta_ratio, cal.sigma.value) else "host"
+        rows.append([n.model, n.nest, fmt_time(n.t_cpu), fmt_time(n.t_alone),
+                     "yes" if n.pays else "no", "yes" if n.stage1 else "no", bw, ratio, sb,
+                     rule])  # fmt: skip
+    return text_table(
+        [["model", "nest", "T_cpu", "T alone", "pays", "stage 1", "BW_read", "/B_cpu",
+          "StoreBnd", "rule"], ["", "", "", "on PIM", "", "", "(GB/s)", "", "", ""]],
+        rows, right=range(2, 9), shrink=0,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the TOML
