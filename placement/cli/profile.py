@@ -127,6 +127,11 @@ def profile_pim(args: argparse.Namespace) -> int:
     check_output_file(args.output, "-o")
     profile = measure_nests_with_counters(args)
     report_host_times(args, profile)
+    if profile.host_dram_read is not None:
+        from placement.profiling.dram_bandwidth import describe
+
+        info(args, f"B_cpu (this host's DRAM read bandwidth, theta's scale in rule C3):"
+                   f" {describe(profile.host_dram_read)}")  # fmt: skip
     profile.save(args.output)
     info(args, f"saved nest profile of {len(profile.nests)} nests to {args.output}")
     reason = profile.counters_unavailable_reason

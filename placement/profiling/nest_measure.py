@@ -57,6 +57,7 @@ from placement.profiling.counters import (
     load_counters,
     select_source,
 )
+from placement.profiling.dram_bandwidth import measure_dram_read
 from placement.profiling.host import host_description
 from placement.profiling.memory import check_model_memory, check_program_memory
 from placement.profiling.nest_profile import FILE, MEASURED, UNAVAILABLE, NestProfile
@@ -179,6 +180,9 @@ def profile_nests(
             return None
         return lambda done, total: progress(name, done, total)
 
+    # B_cpu of rule C3's theta, on the host that times the nests; its buffer (>= 128 MiB)
+    # is freed before the nests run.
+    host_dram_read = measure_dram_read().to_json()
     onnx_ref = None if program.source_kind == "mlir" else path
     if host_times != "jit":  # time (and count) the program a compiler would run
         from placement.profiling.mlir.optimize import optimize_program
@@ -226,6 +230,7 @@ def profile_nests(
         host_times=host_times,
         cache=cache,
         ort_cpu_only=ort_cpu_only,
+        host_dram_read=host_dram_read,
         nests=list(program.nests),
         t_cpu=t_cpu,
         counters=values,
