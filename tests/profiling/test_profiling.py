@@ -22,7 +22,7 @@ from placement.profiling.ort.measure import plain_inference_seconds, profile_mod
 from placement.profiling.ort.session import session_options
 from placement.profiling.ort.trace import event_shares, per_node_times, split_runs
 
-FAST = {"runs": 3, "warmup": 1}
+FAST = {"runs": 3, "warmup": 1, "min_seconds": 0}
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 _RNG = np.random.default_rng(0)
 
@@ -196,7 +196,7 @@ def test_every_node_covered_and_time_conserved(models, model, optimization):
 @pytest.mark.integration
 def test_single_run_sum_equals_that_runs_kernel_time(models):
     # With one run the medians are that run's values: their sum must be its kernel total.
-    profile = profile_model(models["residual"], runs=1, warmup=1)
+    profile = profile_model(models["residual"], runs=1, warmup=1, min_seconds=0)
     (total,) = profile.metadata["run_kernel_seconds"]
     assert total > 0
     assert math.isclose(sum(profile.latencies.values()), total, rel_tol=1e-9)
@@ -385,7 +385,8 @@ def test_removed_nodes_get_zero_and_a_reason(models):
 @pytest.mark.integration
 def test_progress_called_once_per_measured_run(models):
     calls: list[tuple[int, int]] = []
-    profile_model(models["matmul"], runs=4, warmup=2, progress=lambda i, n: calls.append((i, n)))
+    profile_model(models["matmul"], runs=4, warmup=2, min_seconds=0,
+                  progress=lambda i, n: calls.append((i, n)))  # fmt: skip
     assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
@@ -708,6 +709,6 @@ def test_examples(name):
     path = EXAMPLES / name
     if not path.exists():
         pytest.skip(f"{path} not generated yet")
-    profile = profile_model(path, runs=2, warmup=1)
+    profile = profile_model(path, runs=2, warmup=1, min_seconds=0)
     _check_profile(profile, path)
     assert profile.kernel_total > 0
