@@ -106,6 +106,11 @@ def test_an_interrupt_a_library_swallowed_still_ends_the_command(capsys, tmp_pat
     assert capsys.readouterr().err.splitlines() == ["placement: interrupted"]
     assert list(tmp_path.iterdir()) == []
     assert main(["presets"]) == 130  # the flag is cleared at each start, set again here
+    # ... and at the end: what this process writes after the command is written (a test
+    # run in random order once wrote a sweep's files after this test, and got Ctrl-C)
+    assert not INTERRUPTED.is_set()
+    write_text_atomic(out, "after the command\n", "result")
+    assert out.read_text() == "after the command\n"
 
 
 @pytest.mark.unit
