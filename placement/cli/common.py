@@ -136,9 +136,9 @@ def profiling_options(group: argparse._ActionsContainer) -> None:
         default=default_runs,
         metavar="N|auto",
         help=f"measured runs (default {default_runs}), taken in rounds of up to 4 back-to-back"
-        " runs with a short pause between rounds; per operator the median over rounds of the"
-        " fastest run of each round. 'auto' (ONNX Runtime): add rounds of 4 runs until the"
-        f" run time (median of the round minima) moved by at most {100 * AUTO_TOLERANCE:g} %%"
+        " runs with a short pause between rounds (then more, see --min-seconds); per"
+        " operator its fastest run. 'auto' (ONNX Runtime): add rounds of 4 runs until the"
+        f" fastest run time moved by at most {100 * AUTO_TOLERANCE:g} %%"
         f" over the last 3 rounds (at least 5 rounds) or {AUTO_TIME_BUDGET:g} s are spent;"
         f" with --target pim, 'auto' means {default_runs} runs",
     )

@@ -33,8 +33,8 @@ Spread (relative interquartile range)
 :func:`relative_spread` of values ``v`` is ``(p75(v) - p25(v)) / p50(v)``, the
 percentiles interpolated linearly between order statistics (NumPy's default;
 ``statistics.quantiles(method="inclusive")``); 0 for fewer than two values or a zero
-median. Per operator it is taken over the per-round minima (so it is relative to the
-operator's reported latency); for the profile's total over the *per-round totals of
+median. Per operator it is taken over the per-round minima (relative to their median,
+not to the reported minimum); for the profile's total over the *per-round totals of
 minima* ``T_r = sum over operators of min over the runs of round r`` (reported as
 ``total_spread``). With one round the spread is 0: nothing to compare.
 
