@@ -128,6 +128,22 @@ def pim_profile(size: int, name: str = "softmax"):
     )  # fmt: skip
 
 
+def saved_pim_profile(tmp_path: Path, size: int = 4096) -> tuple[Path, Path]:
+    """A stand-in model file (never parsed) and :func:`pim_profile` saved for it: what
+    ``solve --target pim --profile`` needs, without lowering anything."""
+    import dataclasses
+
+    from placement.io import file_sha256
+
+    model = tmp_path / f"softmax_{size}.onnx"
+    model.write_bytes(b"not parsed: the saved profile carries the times")
+    profile = dataclasses.replace(
+        pim_profile(size), model_sha256=file_sha256(model), model_path=str(model)
+    )
+    profile.save(tmp_path / "p.json")
+    return model, tmp_path / "p.json"
+
+
 def pim_sweep_points(
     sizes=SIZES, cores=CORES, name: str = "softmax"
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:

@@ -4,7 +4,6 @@ operator or nest once, on its device, at its start, for its duration."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections import defaultdict
@@ -13,9 +12,8 @@ from typing import Any
 
 import pytest
 from cli_helpers import assert_one_line_error, run
-from test_plots import INT8, pim_profile
+from test_plots import INT8, saved_pim_profile
 
-from placement.io import file_sha256
 from placement.plots.timeline import Interval, Timeline
 from placement.plots.trace import chrome_trace
 
@@ -117,14 +115,9 @@ def test_cim_trace_round_trips_the_schedule(capsys, tmp_path):
 
 @pytest.mark.integration
 def test_pim_trace_round_trips_the_nests_of_the_first_core_count(capsys, tmp_path):
-    model = tmp_path / "softmax_4096.onnx"
-    model.write_bytes(b"not parsed: the saved profile carries the times")
-    profile = dataclasses.replace(
-        pim_profile(4096), model_sha256=file_sha256(model), model_path=str(model)
-    )
-    profile.save(tmp_path / "p.json")
+    model, saved = saved_pim_profile(tmp_path)
     trace, js = tmp_path / "t.json", tmp_path / "r.json"
-    code, _, err = run(capsys, "solve", model, "--target", "pim", "--profile", tmp_path / "p.json",
+    code, _, err = run(capsys, "solve", model, "--target", "pim", "--profile", saved,
                        "--pim-cores", "64,32", "--trace", trace, "--json", js, "-q")  # fmt: skip
     assert code == 0, err
     doc = _strict_json(trace)

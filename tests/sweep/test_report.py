@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import re
 from pathlib import Path
 
 import pytest
 from cli_helpers import assert_one_line_error, run
-from test_plots import INT8, cim_sweep_points, pim_profile, pim_sweep_points, write_sweep
+from test_plots import (
+    INT8,
+    cim_sweep_points,
+    pim_profile,
+    pim_sweep_points,
+    saved_pim_profile,
+    write_sweep,
+)
 
 from placement.hardware.base import HostSpec
 from placement.hardware.hostcheck import host_latency_source
-from placement.io import file_sha256
 from placement.sweep.report import Sweep, summary_rows
 
 FAST = ["--runs", "3", "--warmup", "1", "--min-seconds", "0", "-q"]
@@ -182,14 +187,9 @@ def test_solve_plot_bad_path_fails_before_solving(capsys, tmp_path, name):
 
 @pytest.mark.integration
 def test_solve_pim_plot_writes_the_gantt_of_the_first_core_count(capsys, tmp_path):
-    model = tmp_path / "softmax_4096.onnx"
-    model.write_bytes(b"not parsed: the saved profile carries the times")
-    profile = dataclasses.replace(
-        pim_profile(4096), model_sha256=file_sha256(model), model_path=str(model)
-    )
-    profile.save(tmp_path / "p.json")
+    model, saved = saved_pim_profile(tmp_path)
     plot, js = tmp_path / "g.svg", tmp_path / "r.json"
-    argv = ["solve", model, "--target", "pim", "--profile", tmp_path / "p.json"]
+    argv = ["solve", model, "--target", "pim", "--profile", saved]
     argv += ["--pim-cores", "64,32", "--plot", plot, "--json", js, "-q"]
     code, _, err = run(capsys, *argv)
     assert code == 0, err
