@@ -117,8 +117,11 @@ def test_cim_trace_round_trips_the_schedule(capsys, tmp_path):
 def test_pim_trace_round_trips_the_nests_of_the_first_core_count(capsys, tmp_path):
     model, saved = saved_pim_profile(tmp_path)
     trace, js = tmp_path / "t.json", tmp_path / "r.json"
+    # Eq. 8's copy accounting: this profile's placement then uses both devices (with the
+    # preset's shared memory every nest goes to PIM).
     code, _, err = run(capsys, "solve", model, "--target", "pim", "--profile", saved,
-                       "--pim-cores", "64,32", "--trace", trace, "--json", js, "-q")  # fmt: skip
+                       "--pim-cores", "64,32", "--copy", "upper_bound", "--trace", trace,
+                       "--json", js, "-q")  # fmt: skip
     assert code == 0, err
     doc = _strict_json(trace)
     check_trace_format(doc)
