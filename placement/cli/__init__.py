@@ -54,6 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
     finally:
         restore()
+        INTERRUPTED.clear()  # the command is over: later writes in this process go ahead
     print("placement: interrupted", file=sys.stderr)
     return EXIT_INTERRUPTED
 

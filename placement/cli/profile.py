@@ -27,7 +27,7 @@ COMMAND = Command(
     "profile",
     help="measure per-operator host latencies with ONNX Runtime and save them",
     description="Profile every operator of an ONNX model with ONNX Runtime on this machine "
-    "(after warm-up, per operator the median over rounds of each round's fastest run) and"
+    "(after warm-up, over at least --min-seconds, per operator its fastest run) and"
     " save a profile reusable with 'solve --profile'.",
 )
 
