@@ -77,6 +77,7 @@ from placement.profiling.counters import (
     SIMULATED_EVENTS,
     check_simulator,
 )
+from placement.profiling.repeats import COUNT, SimulationPlan, simulation_plan
 
 if TYPE_CHECKING:
     from placement.profiling.mlir.lower import LoweredProgram
@@ -87,6 +88,7 @@ ENTER, EXIT = "placement_nest_enter", "placement_nest_exit"
 ENTRY = "placement_program"  # the program's function, renamed in the object file
 DEFAULT_WARMUP = 2  # see simulate_nests
 DUMP_PREFIX = "placement-nest"
+RESTART_DUMP = "placement-restart"  # after each switch of instrumentation; not a nest
 CALLGRIND_EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
 _EVENT_NAMES = {
     "Ir": SIM_INSTRUCTIONS,
@@ -121,14 +123,20 @@ def simulate_nests(
     timeout: float | None = None,
     keep_dir: str | Path | None = None,
     progress: Callable[[int, int], None] | None = None,
+    plan: SimulationPlan | None = None,
 ) -> Simulation:
     """Simulate ``program`` under callgrind and return its counters per nest.
 
     ``warmup`` uncounted runs first (the timing run's caches are warm too; two, because
     glibc's malloc hands the program's temporary buffers new addresses in the second run
-    -- its mmap threshold adapts after the first free -- and only then settles);
-    ``cold``: before the counted run, a buffer of twice the LL is written and read back
-    (uncounted), as the timing run's cold-cache mode flushes the cache;
+    -- its mmap threshold adapts after the first free -- and only then settles); they
+    run with callgrind's instrumentation off (about 5-10x faster than simulated), except,
+    for a warm cache, what the counted run's first nests need of the last one
+    (:mod:`placement.profiling.repeats`). ``cold``: the counted run starts with empty
+    simulated caches (callgrind clears them when its instrumentation is switched on), as
+    the timing run's cold-cache mode flushes the cache before every run.
+    ``plan``: which nests are counted and which take the counters of a representative
+    (:func:`~placement.profiling.repeats.simulation_plan`; default: every nest counted).
     ``keep_dir``: build and run there and keep every file (for debugging).
     Raises :class:`CountersUnavailable` when valgrind or gcc is missing and
     :class:`~placement.errors.PlacementError` when the simulation itself fails.
@@ -138,15 +146,17 @@ def simulate_nests(
     versions = check_simulator()
     geometry = geometry or host_cache_geometry()
     geometry.check()
+    if plan is None:
+        plan = simulation_plan(program, geometry.ll.size, warm=not cold, representatives=False)
     started = time.perf_counter()
     if keep_dir is not None:
         work = Path(keep_dir)
         work.mkdir(parents=True, exist_ok=True)
         return _simulate_in(program, work, geometry, warmup, cold, seed, timeout, versions,
-                            started, progress)  # fmt: skip
+                            started, progress, plan)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="placement-sim-") as tmp:
         return _simulate_in(program, Path(tmp), geometry, warmup, cold, seed, timeout,
-                            versions, started, progress)  # fmt: skip
+                            versions, started, progress, plan)  # fmt: skip
 
 
 def _simulate_in(
@@ -160,18 +170,15 @@ def _simulate_in(
     versions: dict[str, str],
     started: float,
     progress: Callable[[int, int], None] | None,
+    plan: SimulationPlan,
 ) -> Simulation:
     from placement.profiling import nest_timing
-    from placement.profiling.nest_timing import program_arguments
 
     count = len(program.nests)
     object_file = work / "program.o"
     compile_object(program, object_file)
-    arrays = program_arguments(program, seed)
-    with open(work / "args.bin", "wb") as fh:
-        for array in arrays:
-            fh.write(np.ascontiguousarray(array).tobytes())
-    (work / "driver.c").write_text(driver_source(program, arrays))
+    write_arguments(program, seed, work / "args.bin", work / "args.txt")
+    (work / "driver.c").write_text(driver_source(program, plan))
     binary = work / "program"
     _run_checked(
         ["gcc", "-O2", "-o", str(binary), str(work / "driver.c"), str(object_file), "-lm"],
@@ -183,10 +190,10 @@ def _simulate_in(
     out_file = work / "callgrind.out"
     log_file = work / "valgrind.log"
     command = [
-        "valgrind", "--tool=callgrind", "--cache-sim=yes", "--collect-atstart=no",
-        "--dump-line=no", *geometry.options(), f"--callgrind-out-file={out_file}",
-        f"--log-file={log_file}", str(binary), str(work / "args.bin"), str(warmup),
-        str(2 * geometry.ll.size if cold else 0),
+        "valgrind", "--tool=callgrind", "--cache-sim=yes", "--instr-atstart=no",
+        "--collect-atstart=no", "--dump-line=no", *geometry.options(),
+        f"--callgrind-out-file={out_file}", f"--log-file={log_file}", str(binary),
+        str(work / "args.txt"), str(warmup), "1" if cold else "0",
     ]  # fmt: skip
     try:
         run = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
@@ -200,13 +207,17 @@ def _simulate_in(
     per_index = _parse_dumps(work, out_file.name)
     line = geometry.ll.line
     counters: dict[str, dict[str, float]] = {}
+    invocations: dict[str, int] = {}
     for k, nest in enumerate(program.nests):
         raw = per_index.get(k, dict.fromkeys(CALLGRIND_EVENTS, 0))
         row = {name: float(raw.get(ev, 0)) for ev, name in _EVENT_NAMES.items()}
         row[SIM_OFFCORE_READ_BYTES] = float(raw.get("DLmr", 0) * line)
         row[SIM_OFFCORE_WRITE_BYTES] = float(raw.get("DLmw", 0) * line)
         counters[nest.id] = {e: row[e] for e in SIMULATED_EVENTS}
-    invocations = {nest.id: calls[k] for k, nest in enumerate(program.nests)}
+        invocations[nest.id] = calls[k]
+    for nest_id, first in plan.representative.items():  # the skipped copies
+        counters[nest_id] = dict(counters[first])
+        invocations[nest_id] = invocations[first]
     if progress is not None:
         progress(1, 1)
     metadata = {
@@ -224,6 +235,10 @@ def _simulate_in(
         "program": "host-optimized" if program.metadata.get("host_optimization") else "lowered",
         "statistic": "one counted program run after the warm-up runs (the simulation is"
         " deterministic); a nest accumulates over its invocations",
+        "warm_up_runs": "instrumentation off"
+        + ("" if cold else "; the last one's nests simulated as the counted run's cache"
+           " context (uncounted)"),
+        "nests": plan.to_json(),
         "invocations_per_run": invocations,
         "build_seconds": built - started,
         "simulation_seconds": simulated - built,
@@ -280,12 +295,39 @@ def compile_object(program: LoweredProgram, path: Path) -> None:
         raise PlacementError("internal error: the ExecutionEngine wrote no object file")
 
 
-def driver_source(program: LoweredProgram, arrays: list[np.ndarray]) -> str:
-    """C source of the driver: reads the arguments, runs the program, marks the nests."""
+def write_arguments(program: LoweredProgram, seed: int, data: Path, manifest: Path) -> None:
+    """The driver's arguments: where each one's bytes are (``manifest``: ``offset nbytes
+    path`` per argument, in call order). Weights left in their files are read by the
+    driver from there; inputs, outputs and weights held in memory go to ``data``."""
+    from placement.profiling.mlir.lower import WeightFile
+    from placement.profiling.nest_timing import random_inputs, weight_array
+
+    feeds = random_inputs(program, seed)
+    lines = []
+    with open(data, "wb") as fh:
+        for arg in program.args:
+            value = program.weights.get(arg.name) if arg.role == "weight" else None
+            if isinstance(value, WeightFile):
+                lines.append(f"{value.offset} {value.nbytes} {Path(value.path).absolute()}")
+                continue
+            if arg.role == "input":
+                array = feeds[arg.name]
+            elif arg.role == "weight":
+                array = weight_array(program, arg)
+            else:
+                array = np.zeros(arg.shape, dtype=np.dtype(arg.dtype))
+            lines.append(f"{fh.tell()} {array.nbytes} {data.absolute()}")
+            fh.write(np.ascontiguousarray(array).tobytes())
+    manifest.write_text("".join(line + "\n" for line in lines))
+
+
+def driver_source(program: LoweredProgram, plan: SimulationPlan) -> str:
+    """C source of the driver: reads the arguments, runs the program, marks the nests and
+    switches callgrind's instrumentation and collection as ``plan`` says."""
     count = len(program.nests)
     structs, params, inits = [], [], []
-    for i, array in enumerate(arrays):
-        rank = array.ndim
+    for i, arg in enumerate(program.args):
+        rank = len(arg.shape)
         dims = ""
         if rank:
             dims = f" int64_t sizes[{rank}]; int64_t strides[{rank}];"
@@ -293,30 +335,39 @@ def driver_source(program: LoweredProgram, arrays: list[np.ndarray]) -> str:
             f"typedef struct {{ void *allocated, *aligned; int64_t offset;{dims} }} m{i};"
         )
         params.append(f"m{i} *")
-        strides = [s // array.itemsize for s in array.strides] if rank else []
-        shape = ", ".join(str(d) for d in array.shape)
+        strides = [int(np.prod(arg.shape[d + 1 :], dtype=np.int64)) for d in range(rank)]
+        shape = ", ".join(str(d) for d in arg.shape)
         stride = ", ".join(str(s) for s in strides)
         body = f"buf[{i}], buf[{i}], 0" + (f", {{{shape}}}, {{{stride}}}" if rank else "")
         inits.append(f"  m{i} a{i} = {{{body}}};")
-    nbytes = ", ".join(str(int(a.nbytes)) for a in arrays) or "0"
-    call = "placement_entry(" + ", ".join(f"&a{i}" for i in range(len(arrays))) + ");"
+    nargs = len(program.args)
+    call = "placement_entry(" + ", ".join(f"&a{i}" for i in range(nargs)) + ");"
     symbol = "_mlir_ciface_" + ENTRY
+    counted = ", ".join(str(m) for m in plan.counted_run) or "0"
+    warm = ", ".join(str(m) for m in plan.warm_up_run) or "0"
     return f"""\
 /* Generated by placement.profiling.simulated: runs the program under callgrind. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <valgrind/callgrind.h>
 
 #define NESTS {count}
-#define NARGS {len(arrays)}
+#define NARGS {nargs}
+#define COUNT {COUNT}
 {chr(10).join(structs)}
 extern void placement_entry({", ".join(params) or "void"}) __asm__("{symbol}");
 
-static const size_t nbytes[NARGS + 1] = {{{nbytes}}};
-static int measuring = 0;
+/* Per nest: 0 skipped (instrumentation off), 1 simulated uncounted, 2 counted. */
+static const unsigned char counted_run[NESTS + 1] = {{{counted}}};
+static const unsigned char warm_up_run[NESTS + 1] = {{{warm}}};
+static const unsigned char *plan = 0; /* 0: instrumentation left as it is */
+static int counting = 0, measuring = 0, instrumented = 0;
 static long long current = -1;
-static long long calls[NESTS];
+static long long calls[NESTS + 1];
 
 static void dump(long long k) {{
   char name[64];
@@ -324,13 +375,34 @@ static void dump(long long k) {{
   CALLGRIND_DUMP_STATS_AT(name);
 }}
 
-/* Collection is on exactly between enter(k) and exit(k); the events are dumped (and
-   zeroed) when another nest starts, so consecutive invocations of a nest add up. */
+/* Switching instrumentation on clears callgrind's simulated caches. It also zeroes the
+   running cost a dump's summary is taken from (the summary is the cost since the last
+   dump): a dump right after the switch, which the parser ignores, makes that the
+   baseline of the next nest's summary. */
+static void instrument(int on) {{
+  if (on == instrumented) return;
+  if (current >= 0) {{ dump(current); current = -1; }}
+  if (on) {{
+    CALLGRIND_START_INSTRUMENTATION;
+    CALLGRIND_DUMP_STATS_AT("{RESTART_DUMP}");
+  }} else {{
+    CALLGRIND_STOP_INSTRUMENTATION;
+  }}
+  instrumented = on;
+}}
+
+/* Collection is on exactly between enter(k) and exit(k) of a counted nest; the events
+   are dumped (and zeroed) when another nest starts, so consecutive invocations of a
+   nest add up. What runs while collecting (the end of enter, the start of exit) is
+   counted with the nest: a few instructions per invocation. */
 void _mlir_ciface_{ENTER}(int64_t k) {{
-  if (!measuring) return;
+  if (!plan) return;
+  instrument(plan[k] != 0);
+  if (!counting || plan[k] != COUNT) return;
   if (current >= 0 && current != k) dump(current);
   current = k;
   calls[k]++;
+  measuring = 1;
   CALLGRIND_TOGGLE_COLLECT;
 }}
 
@@ -338,41 +410,54 @@ void _mlir_ciface_{EXIT}(int64_t k) {{
   (void)k;
   if (!measuring) return;
   CALLGRIND_TOGGLE_COLLECT;
+  measuring = 0;
 }}
 
 int main(int argc, char **argv) {{
   if (argc != 4) {{
-    fprintf(stderr, "usage: %s ARGS.bin WARMUP FLUSH_BYTES\\n", argv[0]);
+    fprintf(stderr, "usage: %s MANIFEST WARMUP COLD\\n", argv[0]);
     return 2;
   }}
-  int warmup = atoi(argv[2]);
-  size_t flush = (size_t)atoll(argv[3]);
+  int warmup = atoi(argv[2]), cold = atoi(argv[3]);
   void *buf[NARGS + 1];
-  FILE *f = fopen(argv[1], "rb");
-  if (!f) {{ perror(argv[1]); return 2; }}
+  FILE *manifest = fopen(argv[1], "r");
+  if (!manifest) {{ perror(argv[1]); return 2; }}
+  /* Nothing but the arguments is allocated here (the data is read with open/pread), so
+     they get the addresses they get with any argument files: the simulated conflicts
+     depend on them. */
   for (int i = 0; i < NARGS; i++) {{
-    size_t n = nbytes[i], size = (n + 63) / 64 * 64;
+    long long offset;
+    size_t n;
+    char path[4096];
+    if (fscanf(manifest, "%lld %zu ", &offset, &n) != 2 || !fgets(path, sizeof path, manifest)) {{
+      fprintf(stderr, "bad manifest line %d\\n", i);
+      return 2;
+    }}
+    path[strcspn(path, "\\n")] = 0;
+    size_t size = (n + 63) / 64 * 64;
     buf[i] = aligned_alloc(64, size ? size : 64);
-    if (!buf[i] || fread(buf[i], 1, n, f) != n) {{
-      fprintf(stderr, "cannot read argument %d\\n", i);
+    int fd = open(path, O_RDONLY);
+    size_t done = 0;
+    while (buf[i] && fd >= 0 && done < n) {{
+      ssize_t got = pread(fd, (char *)buf[i] + done, n - done, (off_t)offset + (off_t)done);
+      if (got <= 0) break;
+      done += (size_t)got;
+    }}
+    if (fd >= 0) close(fd);
+    if (done != n) {{
+      fprintf(stderr, "cannot read argument %d from %s\\n", i, path);
       return 2;
     }}
   }}
-  fclose(f);
+  fclose(manifest);
 {chr(10).join(inits)}
+  plan = cold ? 0 : warm_up_run; /* warm: the caches as the warm-up runs leave them */
   for (int r = 0; r < warmup; r++) {call}
-  if (flush) {{ /* cold cache: evict everything, uncounted (collection is off) */
-    volatile unsigned char *junk = malloc(flush);
-    if (!junk) return 2;
-    for (size_t i = 0; i < flush; i += 64) junk[i] = (unsigned char)i;
-    unsigned sum = 0;
-    for (size_t i = 0; i < flush; i += 64) sum += junk[i];
-    if (sum == 1u) putchar(' ');
-    free((void *)junk);
-  }}
-  measuring = 1;
+  if (cold) instrument(0); /* the counted run starts with empty caches */
+  plan = counted_run;
+  counting = 1;
   {call}
-  measuring = 0;
+  counting = 0;
   if (current >= 0) dump(current);
   for (int k = 0; k < NESTS; k++) printf("calls %d %lld\\n", k, calls[k]);
   return 0;
