@@ -83,10 +83,8 @@ Progress = Callable[[str, int, int], None]  # (phase, done, total); phases below
 SIMULATION_PHASE = "simulating the caches with callgrind"
 # Valgrind with cache simulation runs the compiled program ~10-100x slower than natively
 # (unoptimized loops) up to several hundred times (vectorized code), plus its start-up;
-# with its instrumentation off (uncounted warm-up runs, skipped layers) NULL_SLOWDOWN.
 # `auto` skips a simulation expected to exceed the budget (explicit `simulated` never does).
 SIMULATION_SLOWDOWN = (100.0, 600.0)
-NULL_SLOWDOWN = (5.0, 20.0)
 SIMULATION_STARTUP_SECONDS = 0.4
 AUTO_SIMULATION_BUDGET_SECONDS = 900.0
 
@@ -334,7 +332,7 @@ def _nest_counters(
     cold = cache == "cold"
     plan = simulation_plan(program, geometry.ll.size, warm=not cold,
                            representatives=representative_layers)  # fmt: skip
-    low, high = simulation_seconds(program, plan, timing, warmup=DEFAULT_WARMUP, cold=cold)
+    low, high = simulation_seconds(program, plan, timing, warmup=DEFAULT_WARMUP)
     if requested == AUTO and low > AUTO_SIMULATION_BUDGET_SECONDS:
         skipped = f"{choice.skipped[0]}; " if choice.skipped else ""
         reason = (
@@ -359,29 +357,24 @@ def _nest_counters(
     return sim.counters, SIMULATED, simulation
 
 
-def simulation_seconds(
-    program: Any, plan: Any, timing: Any, *, warmup: int, cold: bool
-) -> tuple[float, float]:  # fmt: skip
-    """The cache simulation's expected wall time (low, high), from the JIT's times: the
-    simulated nests (their share of the run) at SIMULATION_SLOWDOWN, in the counted run
-    and, warm, in the warm-up runs; the rest at NULL_SLOWDOWN."""
+def simulation_seconds(program: Any, plan: Any, timing: Any, *, warmup: int) -> tuple[float, float]:
+    """The cache simulation's expected wall time (low, high): the JIT's time of what runs
+    under valgrind, at SIMULATION_SLOWDOWN. Every nest in every run, unless the plan skips
+    nests: then the nests each run runs (by their share of the JIT's time)."""
     from placement.profiling.repeats import SKIP
 
     total = timing.total_seconds
-    nest_total = sum(timing.t_cpu.values()) or 1.0
+    if plan.is_full:
+        executed = (warmup + 1) * total
+    else:
+        nest_total = sum(timing.t_cpu.values()) or 1.0
 
-    def share(modes: tuple[int, ...]) -> float:
-        """The share of a run the nests simulated in it take (by their JIT times)."""
-        nests = zip(program.nests, modes, strict=True)
-        return sum(timing.t_cpu[n.id] for n, mode in nests if mode != SKIP) / nest_total
+        def share(modes: tuple[int, ...]) -> float:
+            nests = zip(program.nests, modes, strict=True)
+            return sum(timing.t_cpu[n.id] for n, mode in nests if mode != SKIP) / nest_total
 
-    warm_runs = 0 if cold else warmup
-    simulated = total * (share(plan.counted_run) + warm_runs * share(plan.warm_up_run))
-    plain = max((warmup + 1) * total - simulated, 0.0)
-    low, high = (
-        SIMULATION_STARTUP_SECONDS + simulated * f + plain * g
-        for f, g in zip(SIMULATION_SLOWDOWN, NULL_SLOWDOWN, strict=True)
-    )
+        executed = total * (share(plan.counted_run) + warmup * share(plan.warm_up_run))
+    low, high = (SIMULATION_STARTUP_SECONDS + executed * f for f in SIMULATION_SLOWDOWN)
     return low, high
 
 

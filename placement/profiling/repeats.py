@@ -16,7 +16,9 @@ decides which (:func:`simulation_plan`):
   equal) are.
 * **Repeated layers.** For a period ``p`` of at least :data:`MIN_LAYER_NESTS` nests, a
   run of top-level nests (trip count 1) each identical to the nest ``p`` before it, at
-  least ``2p`` long, is a stack of at least three identical layers: the first two are
+  least ``2p`` long, is a stack of at least three identical layers (the first layer of a
+  real stack often starts differently: it reads the model's input; the run starts where
+  the layers agree, and the last layer may end differently): the first two are
   simulated, and every later nest takes the counters of the nest at the same place in
   the second layer. The second, not the first: "identical" nests run the same MLIR code
   but not always the same machine code path -- LLVM's vectorized loops check at run
@@ -25,22 +27,32 @@ decides which (:func:`simulation_plan`):
   5,543 instructions, the later layers' vectorized, 568). Runs are taken longest first
   and may not overlap. Smaller repeats (the q/k/v projections of one layer) are not
   layers: they are simulated as they are.
-* **Context.** Callgrind clears its simulated caches whenever its instrumentation is
-  switched on, so the copies just before a counted nest are simulated anyway, uncounted
-  being pointless: they are counted too. Walking back from the end of each run of
-  copies, copies are simulated until their buffers (the distinct bytes they touch) add
-  up to :data:`CONTEXT_LL_MULTIPLE` times the simulated last-level cache, which refills
-  the cache as the full simulation would have left it (with LRU replacement, a set's
-  content is its last ``assoc`` distinct lines; 4x the capacity gives every set about
-  4 x ``assoc`` of them on uniformly spread addresses). Only the copies before that are
-  skipped.
-* **Warm cache.** With a warm cache the counted run starts with what the warm-up runs
-  left: they are simulated (uncounted) -- wholly when no layer is skipped (exactly as
-  before: with one of two warm-up runs simulated instead, resnet_tiny's warm LL read
-  misses were 10 % higher, glibc placing buffers differently in the first run), else
-  their last nests, back to the context's number of bytes. With a cold cache none of
-  them is: callgrind's caches are empty when the counted run starts, the state a flush
-  leaves (every line the program reads misses either way).
+* **Skipping.** A skipped nest does not run at all in the simulated program: every nest's
+  loop is guarded by a flag the simulation's driver sets per run
+  (:mod:`placement.profiling.simulated`). Running it uninstrumented would save little:
+  valgrind's own translation runs this vectorized code ~200x slower than natively even
+  with no tool (a 12-layer GPT-2 decode step: 13 s per run under ``--tool=none``, 66 ms
+  natively). Its output buffers then keep what they held; the nests after it compute on
+  those values, which changes nothing that is counted -- the loops' bounds and
+  addresses do not depend on data -- except where code branches on values (libm's
+  ``expf`` in the unoptimized program of ``--host-times jit`` has a slow path for large
+  arguments; the compiled program inlines branch-free polynomials).
+* **Context.** The caches before the first counted nest after skipped ones miss what
+  those would have left, so copies just before a counted nest are run and counted too:
+  walking back from the end of each run of copies, until their buffers (the distinct
+  bytes they touch) add up to :data:`CONTEXT_LL_MULTIPLE` times the simulated last-level
+  cache, which refills the cache as the full simulation would have left it (with LRU
+  replacement, a set's content is its last ``assoc`` distinct lines; 4x the capacity
+  gives every set about 4 x ``assoc`` of them on uniformly spread addresses).
+* **Warm-up runs.** They settle glibc's allocator (the program's buffers get their final
+  addresses from the second run on) whether or not their nests run. With a cold cache
+  no nest runs in them (the counted run starts after a flush, as before); with a warm
+  cache they leave the caches the counted run starts with: every nest runs in them when
+  no layer is skipped (as exact as before), else their last nests, back to the
+  context's number of bytes or to the first nest whose own buffers exceed that (run
+  whole for the few lines it leaves in the cache it would cost the most: the LM head of
+  GPT-2's 128-token prefill, 154 MB of weights, ~0.6 s natively, ~400 s per run under
+  callgrind; what it leaves is then missing from the counted run's first nests).
 
 The result says which nests were counted, skipped and whose counters each skipped nest
 took (``SimulationPlan.to_json``, recorded in the profile's simulation metadata).
@@ -77,28 +89,32 @@ _NUMBER_SUFFIX = re.compile(r"(?<=^arg)\d+$|_\d+$")  # %arg19, %alloc_59: number
 
 @dataclass(frozen=True)
 class Layers:
-    """Nests ``start .. start + period * repeats - 1``: ``repeats`` identical layers of
-    ``period`` nests; the nests from ``start + 2 * period`` on take the counters of the
-    second layer's."""
+    """Nests ``start .. stop - 1``: layers of ``period`` nests, each nest identical to the
+    one ``period`` before it (the last layer may end early); the nests from
+    ``start + 2 * period`` on take the counters of the second layer's."""
 
     start: int
     period: int
-    repeats: int
+    stop: int
 
     @property
     def copies(self) -> range:
-        return range(self.start + 2 * self.period, self.start + self.period * self.repeats)
+        return range(self.start + 2 * self.period, self.stop)
 
     def representative(self, index: int) -> int:
         return self.start + self.period + (index - self.start) % self.period
+
+    def describe(self, ids: tuple[str, ...]) -> str:
+        count = (self.stop - self.start) / self.period
+        return f"{count:.3g} layers of {self.period} nests, {ids[self.start]}-{ids[self.stop - 1]}"
 
 
 @dataclass(frozen=True)
 class SimulationPlan:
     """What the cache simulation does with each nest (program order), per run."""
 
-    counted_run: tuple[int, ...]  # SKIP | COUNT per nest (simulated nests are counted)
-    warm_up_run: tuple[int, ...]  # SKIP | CONTEXT per nest, for the warm-up runs (warm)
+    counted_run: tuple[int, ...]  # SKIP (not run) | COUNT per nest
+    warm_up_run: tuple[int, ...]  # SKIP | CONTEXT (run, not counted) per nest
     representative: dict[str, str]  # nest id -> the nest whose counters it takes
     layers: tuple[Layers, ...]
     nest_ids: tuple[str, ...]
@@ -119,9 +135,7 @@ class SimulationPlan:
         if self.is_full:
             return "every nest simulated"
         skipped = len(self.skipped)
-        blocks = ", ".join(
-            f"{b.repeats} x {b.period} nests from {self.nest_ids[b.start]}" for b in self.layers
-        )
+        blocks = "; ".join(b.describe(self.nest_ids) for b in self.layers)
         return (
             f"repeated layers ({blocks}): {skipped} of {len(self.nest_ids)} nests took the"
             " counters of the identical nest in the second layer (representative-layer"
@@ -133,8 +147,8 @@ class SimulationPlan:
             "method": "representative-layer/1" if not self.is_full else "full",
             "summary": self.summary(),
             "layers": [
-                {"first_nest": self.nest_ids[b.start], "nests_per_layer": b.period,
-                 "repeats": b.repeats}
+                {"first_nest": self.nest_ids[b.start], "last_nest": self.nest_ids[b.stop - 1],
+                 "nests_per_layer": b.period, "layers": (b.stop - b.start) / b.period}
                 for b in self.layers
             ],  # fmt: skip
             "min_layer_nests": MIN_LAYER_NESTS,
@@ -180,14 +194,14 @@ def simulation_plan(
             end = index
         else:
             end -= 1
-    warm_up = [SKIP] * len(nests)
+    warm_up = [SKIP] * len(nests)  # cold: nothing runs before the flush
     if warm:
         if all(mode == COUNT for mode in counted):
             warm_up = [CONTEXT] * len(nests)
-        else:
+        else:  # the last nests, back to the context's bytes or to a nest larger than that
             touched = 0
             for index in range(len(nests) - 1, -1, -1):
-                if touched >= context_bytes:
+                if touched >= context_bytes or footprint(nests[index]) >= context_bytes:
                     break
                 warm_up[index] = CONTEXT
                 touched += footprint(nests[index])
@@ -212,13 +226,12 @@ def repeated_layers(signatures: list[str], nests: list[LoopNest]) -> list[Layers
         same = (seq[period:] == seq[:-period]) & top[period:] & top[:-period]
         edges = np.flatnonzero(np.diff(np.concatenate(([0], same.astype(np.int8), [0]))))
         for begin, end in zip(edges[::2], edges[1::2], strict=True):
-            repeats = (end - begin) // period + 1  # whole layers from begin
-            if repeats >= 3:
-                candidates.append(Layers(int(begin), period, int(repeats)))
+            if end - begin >= 2 * period:  # three layers at least
+                candidates.append(Layers(int(begin), period, int(end) + period))
     chosen: list[Layers] = []
     taken = np.zeros(len(seq), dtype=bool)
     for block in sorted(candidates, key=lambda b: (-len(b.copies), b.start, b.period)):
-        span = slice(block.start, block.start + block.period * block.repeats)
+        span = slice(block.start, block.stop)
         if not taken[span].any():
             taken[span] = True
             chosen.append(block)
@@ -229,17 +242,12 @@ def nest_signatures(program: LoweredProgram) -> list[str]:
     """Per nest (program order), what makes two nests identical (module docstring)."""
     from torch_mlir import ir
 
-    from placement.profiling.mlir.extract import outermost_parallels
-    from placement.profiling.mlir.lower import find_func, new_context
-    from placement.profiling.mlir.markers import _loops_of_tags
+    from placement.profiling.mlir.lower import new_context
+    from placement.profiling.mlir.markers import nest_loop_ops
 
     with new_context():
         module = ir.Module.parse(program.module_text)
-        function = find_func(module, program.func_name)
-        if program.markers_at == "tagged-loop":
-            loops = _loops_of_tags(function, program.nest_tags, program.func_name)
-        else:
-            loops = [op for op, _trips in outermost_parallels(function)]
+        loops = nest_loop_ops(module, program)
         texts = [canonical_text(op.get_asm(enable_debug_info=False)) for op in loops]
     return [
         repr((n.onnx_op_type, n.linalg_op, n.n_iter, n.n_total, n.trip_count,
