@@ -143,9 +143,15 @@ def profile_pim(args: argparse.Namespace) -> int:
 def measure_nests_with_counters(
     args: argparse.Namespace, check_nests: Callable[[list[str]], None] | None = None
 ) -> Any:
-    """:func:`~placement.cli.common.measure_nests`, with a line on the simulated
-    counters' cost when the profile has them."""
+    """:func:`~placement.cli.common.measure_nests`, with a line on the time of each phase
+    and one on the simulated counters' cost when the profile has them."""
     profile = measure_nests(args, check_nests)
+    phases = profile.metadata.get("phase_seconds")
+    if isinstance(phases, dict) and phases:
+        load = (profile.metadata.get("machine_load") or {}).get("before")
+        load_text = f" (load average {load:.1f} before)" if isinstance(load, float) else ""
+        times = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
+        info(args, f"phases: {times}{load_text}")
     sim = profile.metadata.get("simulation")
     if profile.simulated and isinstance(sim, dict):
         info(
@@ -153,7 +159,17 @@ def measure_nests_with_counters(
             f"simulated counters: callgrind cache simulation in {sim['total_seconds']:.1f} s"
             f" ({sim['warmup']} warm-up + 1 counted run)",
         )
+    report_representatives(args, profile)
     return profile
+
+
+def report_representatives(args: argparse.Namespace, profile: Any) -> None:
+    """The line saying which nests' simulated counters are those of a representative layer
+    (nothing when every nest was simulated)."""
+    sim = profile.metadata.get("simulation")
+    nests = sim.get("nests") if profile.simulated and isinstance(sim, dict) else None
+    if isinstance(nests, dict) and nests.get("skipped_nests"):
+        info(args, f"simulated counters: {nests['summary']}")
 
 
 HANDLERS = {"cim": profile_cim, "pim": profile_pim}

@@ -32,6 +32,7 @@ from placement.cli.profile import (
     counters_source_option,
     host_times_options,
     measure_nests_with_counters,
+    report_representatives,
 )
 from placement.cli.progress import solve_progress
 from placement.devices.pim import AUTO_COPY, COPY_CHOICES, resolve_copy
@@ -336,6 +337,7 @@ def host_profile(args: argparse.Namespace, graph: Any) -> tuple[Any, dict[str, A
         profile.check_matches(graph.sha256, graph.path)
         check_latencies(graph, profile.latencies, f"profile {args.profile}")
         source = f"loaded from {args.profile}"
+        report_representatives(args, profile)
     else:
         profile = measure_host(args, graph.path)
         source = "measured now"
@@ -410,6 +412,7 @@ def solve_pim(args: argparse.Namespace) -> int:
                     f" --{flag.replace('_', '-')} {wanted} or leave the flag out"
                 )
         source = f"loaded from {args.profile}"
+        report_representatives(args, profile)
     else:
 
         def check_files(ids: list[str]) -> None:  # before the nests are timed
