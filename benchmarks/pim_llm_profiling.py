@@ -42,6 +42,7 @@ the totals of each counter and the worst per-nest differences.
 
     python benchmarks/pim_llm_profiling.py [--workloads llama7b,gpt2-hf] [--code OLD --code .]
     python benchmarks/pim_llm_profiling.py --compare-simulations --workloads gpt2-hf
+    python benchmarks/pim_llm_profiling.py --workloads llama7b-torch --save benchmarks/out/pim_llm
 """
 
 from __future__ import annotations
@@ -158,8 +159,11 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def measure_child(path: str, runs: int, warmup: int, counters: str) -> None:
-    """Profile ``path`` here; print one JSON line with phases and memory peaks."""
+def measure_child(path: str, runs: int, warmup: int, counters: str, save: str) -> None:
+    """Profile ``path`` here; print one JSON line with phases and memory peaks.
+
+    ``save`` (a path, or ``-`` for none) keeps the profile, for ``pim_llm_decode.py``.
+    """
     samples: list[tuple[float, int, int]] = []
     done = threading.Event()
     me = os.getpid()
@@ -180,6 +184,8 @@ def measure_child(path: str, runs: int, warmup: int, counters: str) -> None:
     ended = time.perf_counter()
     done.set()
     thread.join()
+    if save != "-":
+        profile.save(save)
     meta = profile.metadata
     phases = meta.get("phase_seconds") or {}
     begun = meta.get("phase_started") or {}
@@ -211,7 +217,8 @@ def measure_child(path: str, runs: int, warmup: int, counters: str) -> None:
 
 def measure(path: Path, code: Path, args: argparse.Namespace) -> dict:
     command = [sys.executable, __file__, "--measure-child", str(path), str(args.runs),
-               str(args.warmup), "none" if args.no_counters else "auto"]  # fmt: skip
+               str(args.warmup), "none" if args.no_counters else "auto",
+               str(args.save / f"{path.stem}.nests.json") if args.save else "-"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(code)}
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
@@ -283,7 +290,11 @@ def main() -> None:
                     help="checkout whose placement package to measure (repeatable)")
     ap.add_argument("--compare-simulations", action="store_true",
                     help="full vs representative-layer cache simulation of each workload")
+    ap.add_argument("--save", type=Path, metavar="DIR",
+                    help="keep each profile as DIR/<model>.nests.json (pim_llm_decode.py's input)")
     args = ap.parse_args()
+    if args.save:
+        args.save.mkdir(parents=True, exist_ok=True)
     codes = [c.resolve() for c in (args.code or [ROOT])]
     names = args.workloads.split(",")
     unknown = [n for n in names if n not in WORKLOADS]
@@ -316,8 +327,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 6 and sys.argv[1] == "--measure-child":
-        measure_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
+    if len(sys.argv) == 7 and sys.argv[1] == "--measure-child":
+        measure_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6])
     elif len(sys.argv) == 3 and sys.argv[1] == "--make":
         make(sys.argv[2])
     else:
