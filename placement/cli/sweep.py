@@ -301,7 +301,7 @@ def summary_lines(result: Any) -> list[str]:
              "-" if r["objective_s"] is None else fmt_time(r["objective_s"]),
              "-" if r["cpu_only_s"] is None else fmt_time(r["cpu_only_s"]),
              "-" if r["speedup"] is None else f"{r['speedup']:.2f}x",
-             "-" if r["n_offloaded"] is None else f"{r['n_offloaded']}/{r['n_operators']}"]
+             "-" if r["n_offloaded"] is None else f"{r['n_offloaded']}/{_units(r)}"]
             for r in rows
         ]  # fmt: skip
         lines += text_table(
@@ -309,6 +309,11 @@ def summary_lines(result: Any) -> list[str]:
             right=(*range(len(keys)), *range(len(keys) + 1, len(keys) + 5)), indent="  ",
         )  # fmt: skip
     return lines
+
+
+def _units(row: dict) -> object:
+    """What a point places: its nests (PIM), else its operators (CIM)."""
+    return row.get("n_nests") or row["n_operators"]
 
 
 def _fmt(v: Any) -> str:

@@ -24,14 +24,16 @@ Row = Mapping[str, Any]
 
 HOST_COLOR = "#1f4e79"  # darker shade: CPU (as in the CIM paper's Fig. 5)
 ACCEL_COLOR = "#7fb3e0"  # lighter shade: CIM / PIM
-# Columns of points.csv that are not swept parameters (anything else between
-# "hardware" and "status" is one).
-_FIXED_COLUMNS = {
-    "point_id", "target", "model", "hardware", "status", "objective_s", "cpu_only_s",
-    "speedup", "n_operators", "n_offloaded", "crossbars_used", "host_busy_s",
-    "accel_busy_s", "gap", "solve_seconds", "verified", "message", "host_latencies",
-    "host_mismatch", "memory", "copy",
-}  # fmt: skip
+# The columns of a sweep's points.csv (placement.sweep.run documents each): the
+# point's identity, then one column per swept parameter, then its results. Defined
+# here, beside the figures that read them, and written by placement.sweep.
+ID_COLUMNS = ("point_id", "target", "model", "hardware")
+RESULT_COLUMNS = (
+    "status", "objective_s", "cpu_only_s", "speedup", "n_operators", "n_nests",
+    "n_offloaded", "crossbars_used", "host_busy_s", "accel_busy_s", "gap", "solve_seconds",
+    "verified", "message", "host_latencies", "host_mismatch", "memory", "copy",
+)  # fmt: skip
+_FIXED_COLUMNS = frozenset((*ID_COLUMNS, *RESULT_COLUMNS))
 
 
 class PlotDataError(PlacementError):

@@ -18,15 +18,10 @@ from typing import Any
 
 from placement.errors import PlacementError
 from placement.hardware.hostcheck import HostLatencySource, host_latency_source
+from placement.plots.common import ID_COLUMNS, RESULT_COLUMNS
 from placement.sweep.grid import Grid
 from placement.sweep.targets import Number, get_target
 
-ID_COLUMNS = ("point_id", "target", "model", "hardware")
-RESULT_COLUMNS = (
-    "status", "objective_s", "cpu_only_s", "speedup", "n_operators", "n_offloaded",
-    "crossbars_used", "host_busy_s", "accel_busy_s", "gap", "solve_seconds", "verified",
-    "message", "host_latencies", "host_mismatch", "memory", "copy",
-)  # fmt: skip
 ERROR = "error"  # the status of a point that could not be solved
 
 

@@ -506,7 +506,8 @@ def points_rows(sweep: Sweep) -> list[list[str]]:
         return lambda r: "" if (t := num(r, column)) is None else fmt_time(t)
 
     def offloaded(r: Mapping[str, Any]) -> str:
-        done, of = num(r, "n_offloaded"), num(r, "n_operators")
+        done = num(r, "n_offloaded")
+        of = num(r, "n_nests") if pim else num(r, "n_operators")
         if done is None:
             return ""
         return f"{done:g}/{of:g}" if of is not None else f"{done:g}"

@@ -64,7 +64,9 @@ status             ``optimal``, ``time_limit`` (best found, see gap),
 objective_s        CIM: makespan; PIM: T_hybrid of Eq. 9; seconds
 cpu_only_s         every operator (nest) on the host, seconds
 speedup            cpu_only_s / objective_s
-n_operators        CIM: operators of the model; PIM: loop nests (the decision units)
+n_operators        operators of the model (PIM: the ONNX nodes the nests come from; empty
+                   for an MLIR input)
+n_nests            PIM: loop nests, the units it places; CIM: empty
 n_offloaded        operators on the CIM accelerator / nests on PIM
 crossbars_used     CIM: crossbars of the offloaded operators; PIM: empty
 host_busy_s        CIM: host latency of the host operators; PIM: T_host of Eq. 9

@@ -351,7 +351,10 @@ class PimTarget:
             "cpu_only_s": placement.cpu_only,
             "memory": inst.spec.memory,
             "copy": placement.copy,
-            "n_operators": len(inst.nests),
+            # The decisions are nests; the operators are the ONNX nodes they came
+            # from (unknown for an MLIR input, whose nests name no node).
+            "n_operators": len({n.onnx_node for n in inst.nests if n.onnx_node}) or None,
+            "n_nests": len(inst.nests),
             "gap": res.gap,
             "solve_seconds": res.solve_seconds,
             "verified": placement.verification is not None and placement.verification.ok,

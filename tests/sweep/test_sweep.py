@@ -377,7 +377,8 @@ def test_pim_sweep_on_an_elementwise_add(capsys, tmp_path):
     assert len(rows) == 4 and list(rows[0])[4:6] == ["cores", "t_sw_us"]
     for r in rows:
         assert r["target"] == "pim" and r["status"] == "optimal" and r["verified"] is True
-        assert r["crossbars_used"] is None and r["n_operators"] == len(prof.nests)
+        assert r["crossbars_used"] is None and r["n_nests"] == len(prof.nests)
+        assert r["n_operators"] == 1  # the ONNX nodes (one Add), not its nests
         doc = json.loads((out / "schedules" / f"{r['point_id']}.json").read_text())
         assert doc["hybrid"]["total"] == r["objective_s"] and "rule" in doc
         assert doc["n_cores"] == r["cores"]
