@@ -113,27 +113,72 @@ def evaluate(
     }  # fmt: skip
 
 
+def ort_baselines(model_path: Path, runs: int) -> dict[str, Any]:
+    """ONNX Runtime's CPU-only latency on one thread and on its default thread count (what a
+    user runs), measured now, side by side: the runs alternate, each latency is a median."""
+    import statistics
+
+    import onnxruntime as ort
+
+    from placement.profiling.ort.session import random_inputs
+
+    def session(threads: int) -> Any:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads  # 0: ORT's default (the physical cores)
+        options.log_severity_level = 4
+        return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+
+    sessions = {"one": session(1), "default": session(0)}
+    feeds = random_inputs(sessions["one"], 0, model_path)
+    times: dict[str, list[float]] = {k: [] for k in sessions}
+    for _ in range(2):  # warm-up
+        for s in sessions.values():
+            s.run(None, feeds)
+    for _ in range(runs):
+        for key, s in sessions.items():
+            tick = time.perf_counter()
+            s.run(None, feeds)
+            times[key].append(time.perf_counter() - tick)
+    return {"ort_1_thread_s": statistics.median(times["one"]),
+            "ort_default_s": statistics.median(times["default"]),
+            "ort_default_threads": os.cpu_count(), "runs": runs, "load": load_avg()}  # fmt: skip
+
+
 def ms(x: float) -> str:
     return f"{x * 1e3:.3g} ms" if x >= 1e-4 else f"{x * 1e6:.3g} us"
 
 
-def print_table(label: str, profile: Any, rows: list[dict[str, Any]]) -> None:
+def print_table(
+    label: str, profile: Any, rows: list[dict[str, Any]], ort_now: dict[str, Any] | None
+) -> None:
     ort = profile.ort_cpu_only
     base = f"CPU-only {ms(profile.cpu_only)} (sum of nest T_cpu, host times {profile.host_times})"
     if ort is not None:
-        base += f"; ONNX Runtime 1 thread {ms(ort)}"
+        base += f"; ONNX Runtime 1 thread {ms(ort)} when profiled"
     host = profile.metadata.get("cpu_model") or profile.metadata.get("machine")
     print(f"\n### {label}: {len(profile.nests)} nests; {base}; cache {profile.cache}, host {host}")
-    print("| preset (memory) | N | copy | model optimum | T_host / T_pim / T_copy | rule | "
-          "T_host / T_pim / T_copy | once at load |")
-    print("|---|---|---|---|---|---|---|---|")
+    all_threads = None
+    if ort_now:
+        # A ratio measured side by side now, applied to the profile's own 1-thread time:
+        # the absolute latencies move with the machine's load, the ratio much less.
+        ratio = ort_now["ort_default_s"] / ort_now["ort_1_thread_s"]
+        all_threads = (ort or profile.cpu_only) * ratio
+        print(f"ONNX Runtime on its default threads ({ort_now['ort_default_threads']} CPUs) takes"
+              f" {ratio:.2f}x its 1-thread time (medians of {ort_now['runs']} alternating runs"
+              f" each, load {ort_now['load']}): {ms(all_threads)} for this profile. 'vs ORT"
+              " all' is that over the optimum's T_hybrid, whose host part keeps its 1-thread"
+              " times (so it understates).")  # fmt: skip
+    print("| preset (memory) | N | copy | model optimum | vs ORT all | T_host / T_pim / T_copy |"
+          " rule | T_host / T_pim / T_copy | once at load |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         m, u = r["model"], r["rule"]
         mcell = "-" if m is None else f"{m['speedup']:.2f}x ({m['on_pim']} nests)"
         mterms = "-" if m is None else f"{ms(m['host'])} / {ms(m['pim'])} / {ms(m['copy'])}"
+        vs_all = "-" if m is None or not all_threads else f"{all_threads / m['total']:.2f}x"
         load = max(m["load_once"] if m else 0.0, u["load_once"])
         print(f"| {r['preset']} ({r['memory']}) | {r['cores']} | {r['copy']} | {mcell} |"
-              f" {mterms} | {u['speedup']:.2f}x ({u['on_pim']} nests) |"
+              f" {vs_all} | {mterms} | {u['speedup']:.2f}x ({u['on_pim']} nests) |"
               f" {ms(u['host'])} / {ms(u['pim'])} / {ms(u['copy'])} |"
               f" {ms(load) if load else '-'} |")  # fmt: skip
 
@@ -149,6 +194,8 @@ def main() -> int:
     p.add_argument("--cores", default=",".join(map(str, DEFAULT_CORES)))
     p.add_argument("--time-limit", type=float, default=600.0)
     p.add_argument("--json", type=Path, help="write every row here")
+    p.add_argument("--ort-runs", type=int, default=10,
+                   help="runs of the ONNX Runtime baselines measured now (0: none)")
     args = p.parse_args()
 
     from placement.profiling.nest_profile import NestProfile
@@ -176,8 +223,10 @@ def main() -> int:
             for n in cores
             for copy in ("auto", "upper_bound")
         ]
-        print_table(label, profile, rows)
-        every += [{"workload": label, "model": str(model_path), **r} for r in rows]
+        ort_now = ort_baselines(model_path, args.ort_runs) if args.ort_runs else None
+        print_table(label, profile, rows, ort_now)
+        every += [{"workload": label, "model": str(model_path), **r, **(ort_now or {})}
+                  for r in rows]  # fmt: skip
     print("\nThe paper's results (Torch-PIM, over CPU-only execution of its own lowered"
           " code, 32-128 cores): LLaMA-7B 3.6x, GPT-J-6B 5.1x.")
     print("Published GEMV gains of real devices, each over its own baseline:")
