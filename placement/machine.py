@@ -1,4 +1,5 @@
-"""What this machine has: the memory a process may still use.
+"""What this machine has: the memory a process may still use; and how a child process
+started here ends with its parent.
 
 ``MemAvailable`` of ``/proc/meminfo``, or less where a cgroup (a container) allows less.
 Both the check that a model file fits before it is read (:mod:`placement.onnxfile`) and
@@ -7,7 +8,13 @@ the estimate of what a run needs (:mod:`placement.profiling.memory`) compare aga
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import signal
+import sys
 from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 _MEMINFO = Path("/proc/meminfo")
 # (limit file, usage file) of cgroup v2 and v1, as a container sees its own cgroup.
@@ -47,3 +54,12 @@ def _read_int(path: Path) -> int | None:
     except OSError:
         return None
     return int(text) if text.isdigit() else None  # "max": no limit
+
+
+def end_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when the thread that started it ends (the
+    parent-death signal); a no-op elsewhere. Run in a child before it executes (the
+    ``preexec_fn`` of :mod:`subprocess`) so that a killed parent leaves no child running."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

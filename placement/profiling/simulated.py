@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from placement.errors import PlacementError
+from placement.machine import end_with_parent
 from placement.profiling.cache_geometry import CacheGeometry, host_cache_geometry
 from placement.profiling.counters import (
     SIM_D1_READ_MISSES,
@@ -208,7 +209,9 @@ def _simulate_in(
         str(2 * geometry.ll.size if cold else 0),
     ]  # fmt: skip
     try:
-        run = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        # A profiler killed mid-simulation must not leave valgrind running for minutes.
+        run = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                             check=False, preexec_fn=end_with_parent)  # fmt: skip
     except subprocess.TimeoutExpired:
         raise PlacementError(f"the cache simulation did not finish within {timeout:g} s") from None
     log = log_file.read_text(errors="replace") if log_file.exists() else ""
