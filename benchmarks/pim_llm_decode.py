@@ -104,6 +104,7 @@ def evaluate(
     return {
         "preset": preset, "memory": hw.pim.memory, "cores": cores, "copy": copy,
         "cpu_only_s": cpu, "status": placement.result.status.value, "gap": placement.result.gap,
+        "solve_s": placement.result.solve_seconds,
         "model": None if model is None else {**model.to_json(),
                                              "speedup": speedup(cpu, model.total),
                                              "on_pim": sum(placement.on_pim.values())},
