@@ -357,9 +357,7 @@ def solve_pim(args: argparse.Namespace) -> int:
     from placement.pim.output import pim_document, summary_lines
     from placement.pim.pipeline import solve_for_cores
     from placement.pim.times import load_pim_times
-    from placement.profiling.counters import load_counters
-    from placement.profiling.nest_measure import model_sha256, with_counters_file
-    from placement.profiling.nest_profile import NestProfile
+    from placement.profiling.nest_measure import with_counters_file
     from placement.solvers.registry import get_backend
 
     # Everything the user typed is checked before any lowering, timing or solving.
@@ -398,38 +396,7 @@ def solve_pim(args: argparse.Namespace) -> int:
             " counters are used (--counters FILE replaces them)"
         )
 
-    if args.profile:
-        sha = model_sha256(args.model)
-        profile = NestProfile.load(args.profile)
-        profile.check_matches(sha, args.model)
-        for flag, held in (("host_times", profile.host_times), ("cache", profile.cache)):
-            wanted = getattr(args, flag, None)
-            if wanted is not None and wanted != held:
-                raise PlacementError(
-                    f"--{flag.replace('_', '-')} {wanted}: the profile {args.profile} was"
-                    f" measured with --{flag.replace('_', '-')} {held}; re-profile with"
-                    f" --{flag.replace('_', '-')} {wanted} or leave the flag out"
-                )
-        source = f"loaded from {args.profile}"
-        report_representatives(args, profile)
-    else:
-
-        def check_files(ids: list[str]) -> None:  # before the nests are timed
-            if pim_times is not None:
-                pim_times.check_nests(ids)
-            if args.counters:
-                load_counters(args.counters, ids)
-
-        profile = measure_nests_with_counters(args, check_files)
-        for text in dict.fromkeys(profile.metadata.get("warnings") or []):
-            warn(text)
-        source = "measured now"
-    meta = profile.metadata
-    info(
-        args,
-        f"nest profile: {source} ({len(profile.nests)} nests, {meta.get('runs')} runs,"
-        f" torch-mlir {meta.get('torch_mlir_version')}, {meta.get('machine')})",
-    )
+    profile = nest_profile(args, pim_times)
     if args.counters:
         profile = with_counters_file(profile, args.counters)
     info(args, f"PIM hardware: {hw.describe()}")
@@ -503,6 +470,49 @@ def solve_pim(args: argparse.Namespace) -> int:
             " not all proven optimal (see their gaps)"
         )
     return 0
+
+
+def nest_profile(args: argparse.Namespace, pim_times: Any) -> Any:
+    """The nest profile: loaded from ``--profile`` (it must match the model and the
+    ``--host-times``/``--cache`` asked), or measured now; ``pim_times`` and ``--counters``
+    are checked against the nests before any is timed."""
+    from placement.profiling.counters import load_counters
+    from placement.profiling.nest_measure import model_sha256
+    from placement.profiling.nest_profile import NestProfile
+
+    if args.profile:
+        sha = model_sha256(args.model)
+        profile = NestProfile.load(args.profile)
+        profile.check_matches(sha, args.model)
+        for flag, held in (("host_times", profile.host_times), ("cache", profile.cache)):
+            wanted = getattr(args, flag, None)
+            if wanted is not None and wanted != held:
+                raise PlacementError(
+                    f"--{flag.replace('_', '-')} {wanted}: the profile {args.profile} was"
+                    f" measured with --{flag.replace('_', '-')} {held}; re-profile with"
+                    f" --{flag.replace('_', '-')} {wanted} or leave the flag out"
+                )
+        source = f"loaded from {args.profile}"
+        report_representatives(args, profile)
+    else:
+
+        def check_files(ids: list[str]) -> None:  # before the nests are timed
+            if pim_times is not None:
+                pim_times.check_nests(ids)
+            if args.counters:
+                load_counters(args.counters, ids)
+
+        profile = measure_nests_with_counters(args, check_files)
+        for text in dict.fromkeys(profile.metadata.get("warnings") or []):
+            warn(text)
+        source = "measured now"
+    meta = profile.metadata
+    info(
+        args,
+        f"nest profile: {source} ({len(profile.nests)} nests, {meta.get('runs')} runs,"
+        f" torch-mlir {meta.get('torch_mlir_version')}, {meta.get('machine')})",
+    )
+    return profile
 
 
 HANDLERS = {"cim": solve_cim, "pim": solve_pim}
