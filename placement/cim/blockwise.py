@@ -24,6 +24,7 @@ from typing import Any
 from placement.cim.deadline import MIN_SOLVE, Deadline, Phases, end_reserve
 from placement.cim.decompose import Decomposed, decompose
 from placement.cim.instance import CimInstance
+from placement.cim.priced import solve_priced
 from placement.cim.schedule import CimSchedule, best_start
 from placement.errors import PlacementError
 from placement.solvers.base import (
@@ -44,11 +45,19 @@ def block_task(
     limit: float | None,
     known: list[CimSchedule],
     settings: dict[str, Any],
+    price: float | None = None,
 ) -> BlockOutcome:
     """One block solve (picklable: a worker process runs it): its schedule, its bound,
-    the model size and the status; a limit below the least worth starting is no solve."""
+    the model size and the status; a limit below the least worth starting is no solve.
+    With ``price``: a priced solve (:func:`placement.cim.priced.solve_priced`), whose
+    bound is of the least makespan + price x crossbars."""
     if limit is not None and limit < MIN_SOLVE:
         return best_start(sub, [("known", s) for s in known])[1], 0.0, None, NO_TIME
+    if price is not None:
+        return solve_priced(sub, price, formulation=settings["formulation"],
+                            solver=settings["solver"], time_limit=limit,
+                            rel_gap=settings["rel_gap"], threads=settings["threads"],
+                            starts=known)  # fmt: skip
     placed = solve_fn(sub, time_limit=limit, starts=known, method="monolithic", **settings)
     schedule = placed.schedule or best_start(sub, [("known", s) for s in known])[1]
     return schedule, placed.result.best_bound or 0.0, placed.result.size, placed.result.status.value
@@ -84,8 +93,9 @@ def solve_decomposed(
         statuses[status] = statuses.get(status, 0) + 1
         return schedule, bound
 
-    def solve_block(sub: CimInstance, limit: float | None, known: list[CimSchedule]):
-        return keep(block_task(solve_fn, sub, limit, known, settings))
+    def solve_block(sub: CimInstance, limit: float | None, known: list[CimSchedule],
+                    price: float | None):  # fmt: skip
+        return keep(block_task(solve_fn, sub, limit, known, settings, price))
 
     def left() -> float | None:
         now = deadline.left()
@@ -103,8 +113,8 @@ def solve_decomposed(
 
             def solve_batch(jobs):
                 try:
-                    futures = [pool.submit(block_task, solve_fn, sub, limit, known, settings)
-                               for sub, limit, known in jobs]  # fmt: skip
+                    futures = [pool.submit(block_task, solve_fn, sub, limit, known, settings,
+                                           price) for sub, limit, known, price in jobs]  # fmt: skip
                     return [keep(f.result()) for f in futures]
                 except BrokenProcessPool as exc:
                     raise PlacementError(

@@ -54,7 +54,7 @@ from placement.cim.deadline import (
     end_reserve,
     phase_limit,
 )
-from placement.cim.decompose import split, trivial_bound
+from placement.cim.frontier import split, trivial_bound
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.schedule import CimSchedule, best_start, retime

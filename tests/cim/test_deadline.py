@@ -13,7 +13,7 @@ import pytest
 from oracles import block_structured_instance
 
 from placement.cim.deadline import build_estimate
-from placement.cim.decompose import trivial_bound
+from placement.cim.frontier import trivial_bound
 from placement.cim.pipeline import solve
 from placement.cim.verifier import verify_cim
 from placement.solvers.base import SolveStatus

@@ -14,7 +14,8 @@ import networkx as nx
 import pytest
 from oracles import block_structured_instance, brute_force_makespan, random_instance
 
-from placement.cim.decompose import (
+from placement.cim.decompose import decompose
+from placement.cim.frontier import (
     CIM,
     ENTRY,
     EXIT,
@@ -22,7 +23,6 @@ from placement.cim.decompose import (
     Frontier,
     block_instance,
     cut_operators,
-    decompose,
     split,
 )
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
@@ -34,13 +34,14 @@ from placement.errors import PlacementError
 from placement.solvers.base import SolveStatus
 
 
-def exact_block_solver(sub: CimInstance, limit: float | None, starts=()):
-    """The brute force as block solver: the optimum, proven (bound == makespan)."""
-    best, on_host, order = brute_force_makespan(sub)
+def exact_block_solver(sub: CimInstance, limit: float | None, starts=(), price=None):
+    """The brute force as block solver: the optimum, proven (bound == its value); with a
+    price, of the makespan + price x crossbars."""
+    best, on_host, order = brute_force_makespan(sub, price=price or 0.0)
     return asap_schedule(sub, on_host, order), best
 
 
-def heuristic_block_solver(sub: CimInstance, limit: float | None, starts=()):
+def heuristic_block_solver(sub: CimInstance, limit: float | None, starts=(), price=None):
     """A block solver that proves nothing: the heuristic, bound 0."""
     return heuristic_schedule(sub), 0.0
 
