@@ -26,6 +26,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from placement.cim.frontier import Block, Frontier, devices_of
 from placement.cim.instance import CimInstance
 from placement.cim.schedule import CimSchedule, asap_schedule, latency
@@ -46,40 +48,84 @@ def exit_devices(instance: CimInstance, block: Block) -> list[bool | None]:
     return list(devices_of(instance, block.exit)) if block.exit is not None else [None]
 
 
+#: Bounds on the size of a combining program (see :func:`_program`): slot updates (one
+#: numpy operation each per option, ~0.1 s per 1e7 here), and slots kept for the way back
+#: (5 bytes each).
+PROGRAM_MAX_STEPS = 50_000_000
+PROGRAM_MAX_SLOTS = 20_000_000
+
+
 def _program(
     instance: CimInstance,
     blocks: list[Block],
     frontiers: dict[FrontierKey, Frontier],
     choices: Callable[[FrontierKey, Frontier], list[tuple[int, int, float]]],
+    round_up: bool = False,
 ) -> tuple[float, tuple[Pick, ...]]:
     """The least total over the blocks: per frontier, ``choices`` are (label, crossbars,
     window) options; a state is the device of the current cut and the crossbars so far,
-    and only states that no state with fewer crossbars matches are kept. A state's picks
-    are a linked list (pick, picks before it), unwound once at the end: copying a tuple
-    per state made the program quadratic in the number of blocks."""
+    one array slot per count, so that each option is one vector operation.
+
+    A large program counts crossbars in units of several (at most
+    :data:`PROGRAM_MAX_STEPS` slot updates, :data:`PROGRAM_MAX_SLOTS` slots kept for
+    the way back): each option's crossbars rounded down (a relaxation: every split of
+    the budget is still allowed, a lower bound stays valid) or, with ``round_up``, up (a
+    restriction: every combination it picks fits the budget)."""
+    menus = {key: choices(key, front) for key, front in frontiers.items()}
     budget = instance.crossbar_budget
-    states: dict[bool | None, dict[int, tuple[float, _Chain]]] = {None: {0: (0.0, None)}}
+    steps = sum(len(menu) for menu in menus.values()) * (budget + 1)
+    unit = max(1, math.ceil(steps / PROGRAM_MAX_STEPS),
+               math.ceil(2 * len(blocks) * (budget + 1) / PROGRAM_MAX_SLOTS))  # fmt: skip
+    slots = budget // unit + 1
+    states: dict[bool | None, np.ndarray] = {None: np.full(slots, np.inf)}
+    states[None][0] = 0.0
+    # per block and exit device: the entry devices tried, per slot the option and entry
+    # that reached it, and the options by entry
+    trail: list[dict[bool | None, tuple]] = []
     for k, block in enumerate(blocks):
-        reached: dict[bool | None, dict[int, tuple[float, _Chain]]] = {}
-        for entry_on, table in states.items():
-            for exit_on in exit_devices(instance, block):
+        reached: dict[bool | None, np.ndarray] = {}
+        way: dict[bool | None, tuple] = {}
+        entries = list(states)
+        for exit_on in exit_devices(instance, block):
+            best = np.full(slots, np.inf)
+            option = np.full(slots, -1, dtype=np.int32)
+            came = np.zeros(slots, dtype=np.int8)
+            tried = []
+            for e, entry_on in enumerate(entries):
                 key = (k, entry_on, exit_on)
                 cost, extra = cut_cost(instance, block.exit, exit_on)
-                options = choices(key, frontiers[key])
-                target = reached.setdefault(exit_on, {})
-                for so_far, (value, picks) in table.items():
-                    for label, crossbars, window in options:
-                        total = so_far + crossbars + extra
-                        if total > budget:
-                            continue
-                        candidate = value + window + cost
-                        best = target.get(total)
-                        if best is None or candidate < best[0]:
-                            target[total] = (candidate, ((key, label), picks))
-        states = {device: _undominated(table) for device, table in reached.items()}
-    value, chain = min((v for table in states.values() for v in table.values()),
-                       key=lambda v: v[0])  # fmt: skip
-    return value, _unwound(chain)
+                menu = menus[key]
+                tried.append((key, menu))
+                table = states[entry_on]
+                for i, (_, crossbars, window) in enumerate(menu):
+                    used = crossbars + extra
+                    width = -(-used // unit) if round_up else used // unit
+                    if width >= slots:
+                        continue
+                    candidate = table[: slots - width] + (window + cost)
+                    better = candidate < best[width:]
+                    if better.any():
+                        best[width:][better] = candidate[better]
+                        option[width:][better] = i
+                        came[width:][better] = e
+            reached[exit_on] = best
+            way[exit_on] = (entries, option, came, tried)
+        trail.append(way)
+        states = reached
+    device, slot = min(((d, int(np.argmin(a))) for d, a in states.items()),
+                       key=lambda ds: states[ds[0]][ds[1]])  # fmt: skip
+    value = float(states[device][slot])
+    picks: list[Pick] = []
+    for k in range(len(blocks) - 1, -1, -1):
+        entries, option, came, tried = trail[k][device]
+        e, i = int(came[slot]), int(option[slot])
+        key, menu = tried[e]
+        label, crossbars, _ = menu[i]
+        picks.append((key, label))
+        used = crossbars + cut_cost(instance, blocks[k].exit, device)[1]
+        slot -= -(-used // unit) if round_up else used // unit
+        device = entries[e]
+    return value, tuple(reversed(picks))
 
 
 def _unwound(chain: _Chain) -> tuple[Pick, ...]:
@@ -90,22 +136,12 @@ def _unwound(chain: _Chain) -> tuple[Pick, ...]:
     return tuple(reversed(picks))
 
 
-def _undominated(table: dict[int, tuple]) -> dict[int, tuple]:
-    """The states that no state with fewer crossbars matches."""
-    kept, best = {}, math.inf
-    for used in sorted(table):
-        if table[used][0] < best:
-            kept[used] = table[used]
-            best = table[used][0]
-    return kept
-
-
 def best_combination(
     instance: CimInstance, blocks: list[Block], frontiers: dict[FrontierKey, Frontier]
 ) -> tuple[float, tuple[Pick, ...]]:
     """The fastest combination of the placements found, within the budget."""
     return _program(instance, blocks, frontiers, lambda _, f: [
-        (i, p.used, p.window) for i, p in enumerate(f.points)])  # fmt: skip
+        (i, p.used, p.window) for i, p in enumerate(f.points)], round_up=True)  # fmt: skip
 
 
 def certified_bound(

@@ -92,7 +92,7 @@ MIN_BLOCK_SECONDS = 1.0
 #: by the certified program (an exact program over its bounds) while the program stays
 #: small: at most this many (count x budget) steps in all.
 EVERY_ROOM_MAX_SUMS = 64
-EVERY_ROOM_MAX_STEPS = 2_000_000
+EVERY_ROOM_MAX_STEPS = 20_000_000
 #: Pricing rounds in a row that may leave both bounds where they were before closing
 #: rounds take over.
 PRICING_STALLS = 2

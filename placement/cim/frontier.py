@@ -149,8 +149,7 @@ def block_instance(
     window. An end on the accelerator costs so much on the host that no sensible
     placement moves it there (:meth:`Frontier.record` moves it back if one does)."""
     members = set(block.operators)
-    transfers = math.fsum(e.t_transfer for e in instance.edges)
-    huge = 1.0 + 10.0 * (instance.cpu_only_latency + transfers)
+    huge = 1.0 + 10.0 * (instance.cpu_only_latency + instance.transfer_total)
     ops = [instance.by_name[v] for v in block.operators]
     ends = {}
     for name, cut, device in ((ENTRY, block.entry, entry_on), (EXIT, block.exit, exit_on)):
@@ -158,12 +157,14 @@ def block_instance(
             continue
         ends[cut] = name
         ops.append(CimOperator(name, 0.0) if device is HOST else CimOperator(name, huge, 0.0, 0))
+    # the edges out of the block's operators and its entry, into them or its exit
+    graph, transfer = instance.graph, instance.transfer
+    sources = [*block.operators, *([block.entry] if block.entry is not None else [])]
     edges = []
-    for e in instance.edges:
-        src = e.src if e.src in members else ends.get(e.src) if e.src == block.entry else None
-        dst = e.dst if e.dst in members else ends.get(e.dst) if e.dst == block.exit else None
-        if src is not None and dst is not None:
-            edges.append(CimEdge(src, dst, e.t_transfer))
+    for u in sources:
+        for w in graph.successors(u):
+            if w in members or (w == block.exit and w is not None):
+                edges.append(CimEdge(ends.get(u, u), ends.get(w, w), transfer[u, w]))
     return CimInstance.build(ops, edges, budget)
 
 
@@ -191,6 +192,15 @@ def trivial_bound(sub: CimInstance) -> float:
         fast = min(ops[v].t_host, ops[v].t_acc if ops[v].t_acc is not None else math.inf)
         best = max(best, st["head"][v] + fast + st["tail"][v])
     return best
+
+
+def floor_bound(instance: CimInstance) -> float:
+    """A lower bound of any placement's makespan that needs no solve: the better of
+    :func:`trivial_bound` and the host work that the budget leaves at the least
+    (:func:`host_work_floor`)."""
+    names = [op.name for op in instance.operators]
+    top = max_crossbars(instance, names)
+    return max(trivial_bound(instance), float(host_work_floor(instance, names, top)[top]))
 
 
 def _restricted(sub: CimInstance, room: int) -> CimInstance:
@@ -226,6 +236,12 @@ def host_work_floor(sub: CimInstance, names: Iterable[str], top: int) -> np.ndar
             off[w:] = np.maximum(off[w:], off[: top + 1 - w] + op.t_host)
     # a relative 1e-12 below: numpy's sums may round the other way than math.fsum's
     return np.maximum(total - off - 1e-12 * total, 0.0)
+
+
+#: The path floor of a frontier is computed at this many crossbar counts (the least, the
+#: largest and evenly between): enough where paths bound the window, and host work bounds
+#: it at every count.
+FLOOR_LEVELS = 4
 
 
 @dataclass
@@ -271,7 +287,13 @@ class Frontier:
         sub = block_instance(instance, block, entry_on, exit_on, 0)
         cim_ops = [v for v in block.operators if CIM in devices_of(instance, v)]
         xbars = [sub.by_name[v].crossbars for v in cim_ops]
-        floors = {r: trivial_bound(_restricted(sub, r)) for r in sorted({0, *xbars})}
+        # the path floor at a few counts (each a pass over the block's structure), not at
+        # every one: between them the floor of the count below holds, and the host-work
+        # floor follows every count
+        counts = sorted({0, *xbars})
+        levels = sorted({counts[round(i * (len(counts) - 1) / (FLOOR_LEVELS - 1))]
+                         for i in range(FLOOR_LEVELS)})  # fmt: skip
+        floors = {r: trivial_bound(_restricted(sub, r)) for r in levels}
         order = structure(sub, 1.0)["order"]
         ends = {ENTRY: entry_on, EXIT: exit_on}
         on_host = {v: True if ends.get(v) is None else bool(ends[v]) for v in order}

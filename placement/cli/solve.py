@@ -204,8 +204,8 @@ def solve_cim(args: argparse.Namespace) -> int:
     from placement.cim.output import host_source, result_document, summary_lines
     from placement.cim.pipeline import (
         block_choices,
+        plan_method,
         resolve_formulation,
-        resolve_method,
         resolve_solver,
         solve,
         unavailable_reason,
@@ -231,35 +231,37 @@ def solve_cim(args: argparse.Namespace) -> int:
     profile, meta = host_profile(args, graph)
     hw = cim_hardware(args, meta.get("machine") if meta else None, meta)
     instance = cim_instance(graph, profile.latencies if profile else None, hw.cim, host=hw.host)
-    method = resolve_method(instance, args.method)
-    if method == "decomposition":
-        formulation, solver = block_choices(args.formulation, args.solver)
-        how = f"decomposition at cut operators, each block with {solver} ({formulation})"
-    else:
-        formulation = resolve_formulation(instance, args.formulation)
-        solver = resolve_solver(formulation, args.solver, args.warm_start)
-        how = f"{solver} ({formulation} formulation)"
+    plan = plan_method(instance, args.method, time_limit=args.time_limit)
+    formulation = resolve_formulation(instance, args.formulation)
+    solver = resolve_solver(formulation, args.solver, args.warm_start)
+    whole = f"{solver} ({formulation} formulation)"
+    block_formulation, block_solver = block_choices(args.formulation, args.solver)
+    blocks = f"decomposition at cut operators, each block with {block_solver} ({block_formulation})"
+    how = {"monolithic": whole, "decomposition": blocks,
+           "decomposition+monolithic": f"{blocks}, then the whole model with {whole}"}[plan.method]
+    info(args, f"method: {plan.method} ({plan.why})")
     info(
         args,
         f"parallel operator pairs: {len(instance.parallel_pairs)}; solving by {how},"
         f" time limit {args.time_limit:g} s, relative gap {args.gap:g} ...",
     )
-    if solver != "highs":
-        reason = unavailable_reason(solver)
+    for name in {"monolithic": (solver,), "decomposition": (block_solver,)}.get(
+            plan.method, (solver, block_solver)):  # fmt: skip
+        reason = unavailable_reason(name) if name != "highs" else None
         if reason is not None:
-            raise PlacementError(f"solver {solver} is not available: {reason}")
+            raise PlacementError(f"solver {name} is not available: {reason}")
     with solve_progress(args) as monitor:
         lines = monitor.line if monitor is not None else (lambda line: info(args, line))
         placement = solve(
             instance,
-            formulation=formulation,
-            solver=solver,
+            formulation=args.formulation,
+            solver=args.solver,
             time_limit=args.time_limit,
             rel_gap=args.gap,
             threads=args.solver_threads,
             tee=[sys.stderr] if args.solver_log else False,
             warm_start=args.warm_start,
-            method=method,
+            method=args.method,
             progress=None if args.quiet else lines,
             monitor=monitor,
             workers=args.workers or 1,
