@@ -147,13 +147,13 @@ def decompose(
             ended = "optimal"
             break
         pricing = stalls < PRICING_STALLS
-        wants = _pricing(instance, blocks, frontiers, rel_gap) if pricing else []
+        wants = _pricing(instance, blocks, frontiers, rel_gap, lagrange) if pricing else []
         if not wants:
             pricing = False
             wants = _closing(frontiers, split_rooms, rooms, rel_gap)
         if not wants and stalls >= PRICING_STALLS:  # nothing to close: price again
             pricing = True
-            wants = _pricing(instance, blocks, frontiers, rel_gap)
+            wants = _pricing(instance, blocks, frontiers, rel_gap, lagrange)
         if not wants:  # every block within its gap at the split: the sum is within it
             ended = "optimal"
             break
@@ -201,12 +201,17 @@ def decompose(
 
 def _pricing(
     instance: CimInstance, blocks: list[Block], frontiers: dict[FrontierKey, Frontier],
-    rel_gap: float,
+    rel_gap: float, lagrange: Dual,
 ) -> list[_Want]:  # fmt: skip
     """The priced solves worth a round: at the price where the placements found balance
     the budget, the frontiers on the least path (over the placements found, and over the
-    lower bounds) whose priced value is not known within ``rel_gap``."""
+    lower bounds) whose priced value is not known within ``rel_gap``. Before any solve,
+    the only placements known use no crossbars, so that price would be 0 (every block
+    with all it can use); the best price of the lower bounds (``lagrange``) is a better
+    guess then, where the budget binds."""
     price = dual(instance, blocks, frontiers, Frontier.priced_upper).price
+    if not any(f.solves for f in frontiers.values()) and lagrange.price > 0:
+        price = lagrange.price
     keys: dict[FrontierKey, None] = {}
     for priced in (Frontier.priced_upper, Frontier.priced_lower):
         path = priced_path(instance, blocks, frontiers, priced, price)[2]

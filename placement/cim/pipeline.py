@@ -36,6 +36,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -54,7 +55,7 @@ from placement.cim.deadline import (
     end_reserve,
     phase_limit,
 )
-from placement.cim.frontier import Block, floor_bound, split
+from placement.cim.frontier import Block, floor_bound, joined, split
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.schedule import CimSchedule, best_start, retime
@@ -79,6 +80,7 @@ from placement.solvers.base import (
 )
 from placement.solvers.names import SOLVERS
 from placement.solvers.registry import MIP_BACKENDS, get_backend
+from placement.solvers.workers import check_scheduler_address, connect
 
 #: What ``formulation=`` accepts.
 FORMULATION_CHOICES: tuple[str, ...] = ("auto", *FORMULATIONS)
@@ -101,6 +103,11 @@ AUTO_DECOMPOSITION_SHARE = 0.5
 AUTO_WHOLE_MAX_BUILD_SHARE = 0.1
 #: What "auto" stands for on a block of a decomposition (chosen with benchmarks/cim_scale.py).
 BLOCK_FORMULATION = "tightened"
+#: Consecutive blocks are joined until each holds at least this many operators
+#: (:func:`~placement.cim.frontier.joined`): a block solve costs ~50 ms whatever its size
+#: (building, handing over and reading back a model), so 1,800 blocks of 5-7 operators
+#: cost more than a minute in solves before any bound moves (benchmarks/README.md).
+BLOCK_LEAST_OPERATORS = 24
 BLOCK_SOLVER = "highs"
 
 #: Up to this many parallel pairs (Eq. 10), "auto" solves the bounded model without a
@@ -250,6 +257,8 @@ def solve(
     progress: Callable[[str], None] | None = None,
     monitor: SolveMonitor | None = None,
     workers: int = 1,
+    scheduler: Any = None,
+    scheduler_timeout: float = 10.0,
 ) -> CimPlacement:
     """Optimal (or, with a time limit, best found) placement of ``instance``, verified.
 
@@ -273,7 +282,10 @@ def solve(
     as it starts and the incumbent and bound (seconds) as they improve (from the solvers'
     callbacks, HiGHS and CP-SAT; :class:`~placement.solvers.base.SolveMonitor`).
     ``workers``: processes for the block solves of a decomposition (1: this process;
-    :mod:`placement.cim.blockwise`).
+    :mod:`placement.cim.blockwise`). ``scheduler``: a Dask scheduler's address (connected
+    to within ``scheduler_timeout`` seconds, closed at the end) or a
+    ``distributed.Client``: the block solves of a decomposition run on that cluster
+    instead (``workers`` is then not used); a whole model is solved here.
 
     The result's ``options`` record ``formulation``, ``heuristic_makespan`` and
     ``heuristic_seconds`` (when the heuristic ran) and ``start`` (HiGHS's verdict).
@@ -285,6 +297,8 @@ def solve(
     options.check()
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise PlacementError(f"workers must be a positive integer, got {workers!r}")
+    if isinstance(scheduler, str):
+        check_scheduler_address(scheduler)
     deadline = Deadline(time_limit)
     block_formulation, block_solver = block_choices(formulation, solver)
     if model is not None:
@@ -301,18 +315,25 @@ def solve(
         return _monolithic(instance, solver, formulation, options, deadline, starts,
                            model=model, warm_start=warm_start)  # fmt: skip
 
-    def blocks(deadline: Deadline) -> tuple[SolveResult, CimSchedule]:
-        return solve_decomposed(
-            instance, solve, formulation=block_formulation, solver=block_solver,
-            options=options, deadline=deadline, starts=given, blocks_and_cuts=plan.blocks,
-            warm_start=warm_start, progress=progress, workers=workers)  # fmt: skip
+    with ExitStack() as stack:
+        client = scheduler
+        if isinstance(scheduler, str) and plan.method != "monolithic":
+            client = connect(scheduler, scheduler_timeout)
+            stack.callback(client.close)
 
-    if plan.method == "monolithic":
-        result, schedule = whole(deadline, given)
-    elif plan.method == "decomposition":
-        result, schedule = blocks(deadline)
-    else:
-        result, schedule = _blocks_then_whole(blocks, whole, deadline, options.rel_gap)
+        def blocks(deadline: Deadline) -> tuple[SolveResult, CimSchedule]:
+            return solve_decomposed(
+                instance, solve, formulation=block_formulation, solver=block_solver,
+                options=options, deadline=deadline, starts=given, blocks_and_cuts=plan.blocks,
+                warm_start=warm_start, progress=progress, workers=workers,
+                client=client)  # fmt: skip
+
+        if plan.method == "monolithic":
+            result, schedule = whole(deadline, given)
+        elif plan.method == "decomposition":
+            result, schedule = blocks(deadline)
+        else:
+            result, schedule = _blocks_then_whole(blocks, whole, deadline, options.rel_gap)
     result.options["method_choice"] = plan.why
     verification = None
     if schedule is not None:
@@ -444,8 +465,9 @@ def plan_method(
     if method == "monolithic":
         return MethodPlan("monolithic", "asked for")
     blocks, cuts = split(instance)
+    decomposed = joined(instance, blocks, cuts, BLOCK_LEAST_OPERATORS)
     if method == "decomposition":
-        return MethodPlan("decomposition", "asked for", (blocks, cuts))
+        return MethodPlan("decomposition", "asked for", decomposed)
     n = len(instance.operators)
     largest = max((len(b.operators) for b in blocks), default=n)
     if n < AUTO_DECOMPOSE_MIN_OPERATORS:
@@ -454,23 +476,22 @@ def plan_method(
         return MethodPlan("monolithic", "no two blocks between cut operators")
     if largest > AUTO_DECOMPOSE_MAX_BLOCK_SHARE * n:
         return MethodPlan("monolithic", f"one block holds {largest / n:.0%} of the operators")
-    decomposed = (blocks, cuts)
     usable = sum(op.crossbars for op in instance.operators
                  if op.supported and op.crossbars <= instance.crossbar_budget)  # fmt: skip
     if usable <= instance.crossbar_budget:
-        why = f"{len(blocks)} blocks; the budget fits every CIM-capable operator"
+        why = f"{len(decomposed[0])} blocks; the budget fits every CIM-capable operator"
         return MethodPlan("decomposition", why, decomposed)
     if time_limit is None:
-        return MethodPlan("decomposition", f"{len(blocks)} blocks; no time limit: the"
+        return MethodPlan("decomposition", f"{len(decomposed[0])} blocks; no time limit: the"
                           " decomposition proves the optimum", decomposed)  # fmt: skip
     rest = (1 - AUTO_DECOMPOSITION_SHARE) * time_limit
     if build_estimate(instance) > AUTO_WHOLE_MAX_BUILD_SHARE * rest:
-        return MethodPlan("decomposition", f"{len(blocks)} blocks; the whole model (about"
+        return MethodPlan("decomposition", f"{len(decomposed[0])} blocks; the whole model (about"
                           f" {build_estimate(instance):.2g} s to build) could not be searched in"
                           f" the {rest:.3g} s after them", decomposed)  # fmt: skip
     return MethodPlan(
         "decomposition+monolithic",
-        f"{len(blocks)} blocks and a budget that binds them: the decomposition for"
+        f"{len(decomposed[0])} blocks and a budget that binds them: the decomposition for"
         f" {AUTO_DECOMPOSITION_SHARE:.0%} of the time, then, unless it proved its placement,"
         " the whole model from it; the better placement and bound are kept",
         decomposed,

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from placement.cim.deadline import MIN_SOLVE
+from placement.cim.deadline import HEURISTIC_SHARE, MIN_SOLVE
 from placement.cim.frontier import trivial_bound
 from placement.cim.instance import CimInstance
+from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.schedule import CimSchedule, all_host_schedule, fitted
 from placement.cim.verifier import verify_cim
 from placement.models.cim_makespan.build import (
@@ -57,12 +58,16 @@ def solve_priced(
     bound of the least such value (seconds), the model's size and the solve's status.
 
     Starts from the best of the CPU-only schedule and ``starts`` (each re-timed; one
-    that does not fit is passed over) and never reports worse. A ``time_limit`` below
+    that does not fit is passed over; without any, the list-scheduling heuristic's, within
+    a share of the time limit) and never reports worse. A ``time_limit`` below
     the least worth starting a solver for reports that start, with the longest-path
     bound. ``solver``: a MIP backend; any other name (CP-SAT) solves with HiGHS.
     """
     if solver not in MIP_BACKENDS:
         solver = PRICED_FALLBACK_SOLVER
+    if not starts:
+        seconds = None if time_limit is None else HEURISTIC_SHARE * time_limit
+        starts = [heuristic_schedule(instance, seconds=seconds)]
     fitting = [t for s in starts if (t := fitted(instance, s)) is not None]
     start = min([all_host_schedule(instance), *fitting],
                 key=lambda s: priced_makespan(instance, s, price))  # fmt: skip
