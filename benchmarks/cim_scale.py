@@ -210,9 +210,19 @@ def main() -> None:
     ap.add_argument("--shapes", type=int, default=8, help="shapes of the family grid")
     ap.add_argument("--only", metavar="ROWS", help="with --family: only these row numbers")
     ap.add_argument("--workers", type=int, default=1, help="block solves' worker processes")
+    ap.add_argument("--yolo", metavar="VARIANTS",
+                    help="solve YOLO-like graphs (benchmarks/yolo_like.py: v5u, v5u-p2, v8n,"
+                    " v8n-p2) at every point of the paper's grid instead")
+    ap.add_argument("--hosts", default="arm-a72-model,x86-ryzen-model",
+                    help="with --yolo: the hardware presets (modelled host latencies)")
+    ap.add_argument("--crossbars", default="25,50,100,200", help="with --yolo")
+    ap.add_argument("--t-mvm-ns", default="50,100,500,1000", help="with --yolo")
     args = ap.parse_args()
     if args.family:
         family_table(args)
+        return
+    if args.yolo:
+        yolo_table(args)
         return
     from placement.cim.pipeline import resolve_formulation, solve
     from placement.models.cim_makespan.build import formulation_families
@@ -301,6 +311,41 @@ def _family_row(row: int, n: int, shape: Shape, inst: CimInstance,
         how += f"; {opts['method_choice']}"
     return (f"{head} {res.status.value:>11} {gap:>8} {wall:>7.1f} {load:>5.2f}  {shape.label():<52}"
             f" {how}")
+
+
+def yolo_table(args: argparse.Namespace) -> None:
+    """One row per YOLO-like graph and point of the paper's grid (hosts x crossbars x MVM
+    latency): the product's solve under the deadline."""
+    import yolo_like
+
+    from placement.cim.frontier import split
+    from placement.cim.pipeline import solve
+
+    print(f"host: {platform.machine()}, {os.cpu_count()} CPUs; load (1-min average) before"
+          f" {os.getloadavg()[0]:.2f}; --time-limit {args.time_limit:g}, method {args.method},"
+          f" formulation {args.formulation}, solver {args.solver}")  # fmt: skip
+    print(f"{'graph':<8} {'ops':>4} {'pairs':>6} {'big':>4} {'hardware':<16} {'C':>4} {'MVM':>5}"
+          f" {'status':>11} {'gap %':>8} {'wall s':>7} {'load':>5}  method")  # fmt: skip
+    for variant in args.yolo.split(","):
+        for hardware in args.hosts.split(","):
+            for crossbars in map(int, args.crossbars.split(",")):
+                for t_mvm in map(float, args.t_mvm_ns.split(",")):
+                    inst = yolo_like.instance(variant, hardware, crossbars, t_mvm)
+                    big = max(len(b.operators) for b in split(inst)[0])
+                    load = os.getloadavg()[0]
+                    tick = time.perf_counter()
+                    placed = solve(inst, formulation=args.formulation, solver=args.solver,
+                                   time_limit=args.time_limit, method=args.method)  # fmt: skip
+                    wall = time.perf_counter() - tick
+                    res = placed.result
+                    assert placed.verification is not None and placed.verification.ok
+                    gap = "-" if res.gap is None else f"{100 * res.gap:.4f}"
+                    how = f"{res.solver} {res.options.get('method', '?')}"
+                    print(f"{variant:<8} {len(inst.operators):>4} {len(inst.parallel_pairs):>6}"
+                          f" {big:>4} {hardware:<16} {crossbars:>4} {t_mvm:>5g}"
+                          f" {res.status.value:>11} {gap:>8} {wall:>7.1f} {load:>5.2f}  {how}",
+                          flush=True)  # fmt: skip
+    print(f"load (1-min average) after {os.getloadavg()[0]:.2f}")
 
 
 def _build_columns(inst: CimInstance, families: tuple[str, ...], load: bool) -> str:

@@ -22,9 +22,11 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from typing import Any
 
-from placement.cim.deadline import MIN_SOLVE, Deadline, Phases, end_reserve
+from placement.cim.deadline import HEURISTIC_SHARE, MIN_SOLVE, Deadline, Phases, end_reserve
 from placement.cim.decompose import Decomposed, decompose
+from placement.cim.frontier import floor_bound
 from placement.cim.instance import CimInstance
+from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.priced import solve_priced
 from placement.cim.schedule import CimSchedule, best_start
 from placement.errors import PlacementError
@@ -55,6 +57,18 @@ def block_task(
     bound is of the least makespan + price x crossbars."""
     if limit is not None and limit < MIN_SOLVE:
         return best_start(sub, [("known", s) for s in known])[1], 0.0, None, NO_TIME
+    if price is None and not known:
+        # The heuristic first, stopped as soon as it meets the floor: many blocks are
+        # bound by their host work, and then its placement is proven without a model.
+        tick = time.perf_counter()
+        floor = floor_bound(sub)
+        first = heuristic_schedule(sub, seconds=None if limit is None else HEURISTIC_SHARE
+                                   * limit, target=floor * (1 + settings["rel_gap"]))  # fmt: skip
+        if first.makespan <= floor * (1 + settings["rel_gap"]):
+            return first, floor, None, "optimal"
+        known = [first]
+        if limit is not None:
+            limit = max(limit - (time.perf_counter() - tick), MIN_SOLVE)
     if price is not None:
         return solve_priced(sub, price, formulation=settings["formulation"],
                             solver=settings["solver"], time_limit=limit,

@@ -131,30 +131,6 @@ def split(instance: CimInstance) -> tuple[list[Block], list[str]]:
     return blocks, cuts
 
 
-def joined(
-    instance: CimInstance, blocks: list[Block], cuts: list[str], least: int
-) -> tuple[list[Block], list[str]]:
-    """``blocks`` and ``cuts`` with consecutive blocks joined, each with the cut between
-    them, until every block (but perhaps the last) holds at least ``least`` operators.
-    A joined block is still exactly the operators between two cuts, so it is solved like
-    any other; there are fewer of them, each solve's fixed cost (building and handing
-    over a model) spread over more operators."""
-    position = {op.name: i for i, op in enumerate(instance.operators)}
-    out: list[Block] = []
-    group: list[Block] = []
-    for k, block in enumerate(blocks):
-        group.append(block)
-        size = sum(len(b.operators) for b in group) + len(group) - 1
-        if size >= least or k == len(blocks) - 1:
-            members = list(group[0].operators)
-            for b in group[1:]:
-                members += [b.entry, *b.operators]  # type: ignore[list-item]  # a cut
-            out.append(Block(group[0].entry, group[-1].exit,
-                             tuple(sorted(members, key=position.__getitem__))))  # fmt: skip
-            group = []
-    return out, [b.exit for b in out if b.exit is not None]
-
-
 def devices_of(instance: CimInstance, name: str) -> list[bool]:
     """Where an operator can run: the host, and the accelerator if it fits the budget."""
     op = instance.by_name[name]

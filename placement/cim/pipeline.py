@@ -55,7 +55,7 @@ from placement.cim.deadline import (
     end_reserve,
     phase_limit,
 )
-from placement.cim.frontier import Block, floor_bound, joined, split
+from placement.cim.frontier import Block, floor_bound, split
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.schedule import CimSchedule, best_start, retime
@@ -103,11 +103,6 @@ AUTO_DECOMPOSITION_SHARE = 0.5
 AUTO_WHOLE_MAX_BUILD_SHARE = 0.1
 #: What "auto" stands for on a block of a decomposition (chosen with benchmarks/cim_scale.py).
 BLOCK_FORMULATION = "tightened"
-#: Consecutive blocks are joined until each holds at least this many operators
-#: (:func:`~placement.cim.frontier.joined`): a block solve costs ~50 ms whatever its size
-#: (building, handing over and reading back a model), so 1,800 blocks of 5-7 operators
-#: cost more than a minute in solves before any bound moves (benchmarks/README.md).
-BLOCK_LEAST_OPERATORS = 24
 BLOCK_SOLVER = "highs"
 
 #: Up to this many parallel pairs (Eq. 10), "auto" solves the bounded model without a
@@ -465,7 +460,7 @@ def plan_method(
     if method == "monolithic":
         return MethodPlan("monolithic", "asked for")
     blocks, cuts = split(instance)
-    decomposed = joined(instance, blocks, cuts, BLOCK_LEAST_OPERATORS)
+    decomposed = (blocks, cuts)
     if method == "decomposition":
         return MethodPlan("decomposition", "asked for", decomposed)
     n = len(instance.operators)
@@ -479,19 +474,19 @@ def plan_method(
     usable = sum(op.crossbars for op in instance.operators
                  if op.supported and op.crossbars <= instance.crossbar_budget)  # fmt: skip
     if usable <= instance.crossbar_budget:
-        why = f"{len(decomposed[0])} blocks; the budget fits every CIM-capable operator"
+        why = f"{len(blocks)} blocks; the budget fits every CIM-capable operator"
         return MethodPlan("decomposition", why, decomposed)
     if time_limit is None:
-        return MethodPlan("decomposition", f"{len(decomposed[0])} blocks; no time limit: the"
+        return MethodPlan("decomposition", f"{len(blocks)} blocks; no time limit: the"
                           " decomposition proves the optimum", decomposed)  # fmt: skip
     rest = (1 - AUTO_DECOMPOSITION_SHARE) * time_limit
     if build_estimate(instance) > AUTO_WHOLE_MAX_BUILD_SHARE * rest:
-        return MethodPlan("decomposition", f"{len(decomposed[0])} blocks; the whole model (about"
+        return MethodPlan("decomposition", f"{len(blocks)} blocks; the whole model (about"
                           f" {build_estimate(instance):.2g} s to build) could not be searched in"
                           f" the {rest:.3g} s after them", decomposed)  # fmt: skip
     return MethodPlan(
         "decomposition+monolithic",
-        f"{len(decomposed[0])} blocks and a budget that binds them: the decomposition for"
+        f"{len(blocks)} blocks and a budget that binds them: the decomposition for"
         f" {AUTO_DECOMPOSITION_SHARE:.0%} of the time, then, unless it proved its placement,"
         " the whole model from it; the better placement and bound are kept",
         decomposed,

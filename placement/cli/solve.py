@@ -49,7 +49,7 @@ PIM_SOLVERS = MIP_BACKENDS  # PIM models are MIPs; "auto" is HiGHS
 # Options that only mean something for one target (defaults are applied by the handler,
 # so that their use with the other target can be detected and refused).
 CIM_ONLY = ("hardware", "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes",
-            "crossbar_size", "workers")  # fmt: skip
+            "crossbar_size", "workers", "scheduler", "scheduler_timeout")  # fmt: skip
 PIM_ONLY = ("pim_hardware", "pim_cores", "pim_times", "counters", "counters_source", "copy",
             "granularity", "allow_estimates", "host_times", "cache",
             "compare_granularities")  # fmt: skip
@@ -109,6 +109,16 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         "--workers", type=int, default=None, metavar="N",
         help="CIM decomposition: solve a round's blocks in N worker processes (default 1:"
         " in this process; each worker starts in 1-2 s and uses 1 solver thread)",
+    )  # fmt: skip
+    sol.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="CIM decomposition: solve a round's blocks on this Dask cluster, e.g."
+        " tcp://host:8786 (its workers need this package installed)",
+    )  # fmt: skip
+    sol.add_argument(
+        "--scheduler-timeout", type=float, default=None, metavar="S",
+        help="give up connecting to the scheduler (or waiting for a worker) after S seconds"
+        " (default 10)",
     )  # fmt: skip
     sol.add_argument(
         "--no-warm-start",
@@ -214,6 +224,7 @@ def solve_cim(args: argparse.Namespace) -> int:
     from placement.io import write_json_atomic
 
     check_solver_flags(args)
+    check_scheduler_flags(args)
     check_override_flags(args)  # and --hardware: read by host_profile, before profiling
     if args.plot:
         from placement.plots.common import check_figure_path
@@ -265,6 +276,8 @@ def solve_cim(args: argparse.Namespace) -> int:
             progress=None if args.quiet else lines,
             monitor=monitor,
             workers=args.workers or 1,
+            scheduler=args.scheduler,
+            scheduler_timeout=args.scheduler_timeout or 10.0,
         )
     for line in for_terminal(summary_lines(placement, graph, hw, args.details, meta)):
         print(line)
@@ -294,6 +307,23 @@ def solve_cim(args: argparse.Namespace) -> int:
             " not proven optimal (see its gap)"
         )
     return 0
+
+
+def check_scheduler_flags(args: argparse.Namespace) -> None:
+    """--scheduler's address and --scheduler-timeout, before any profiling; a Dask cluster
+    or local workers, not both."""
+    if args.scheduler_timeout is not None and not args.scheduler_timeout > 0:
+        raise PlacementError(f"--scheduler-timeout must be positive, got {args.scheduler_timeout}")
+    if args.scheduler is None:
+        if args.scheduler_timeout is not None:
+            raise PlacementError("--scheduler-timeout: only with --scheduler")
+        return
+    from placement.solvers.workers import check_scheduler_address
+
+    check_scheduler_address(args.scheduler)
+    if args.workers is not None:
+        raise PlacementError("--workers and --scheduler: the block solves run in local"
+                             " worker processes or on a Dask cluster, not both")
 
 
 def host_profile(args: argparse.Namespace, graph: Any) -> tuple[Any, dict[str, Any] | None]:

@@ -190,18 +190,3 @@ def test_a_priced_solve_matches_the_brute_force(seed):
     assert status == "optimal" and value == pytest.approx(truth, rel=1e-6)
     assert math.isfinite(bound)
 
-
-@pytest.mark.unit
-@pytest.mark.parametrize("least", [0, 4, 9, 1000])
-def test_joined_blocks_partition_the_operators_and_keep_their_cuts(least):
-    from placement.cim.frontier import joined
-
-    inst = block_structured_instance(random.Random(3), 7)
-    blocks, cuts = split(inst)
-    big, kept = joined(inst, blocks, cuts, least)
-    names = sorted([v for b in big for v in b.operators] + kept)
-    assert names == sorted(op.name for op in inst.operators)
-    assert all(len(b.operators) >= least for b in big[:-1])
-    assert [b.exit for b in big[:-1]] == kept and big[-1].exit is None
-    assert all(a.exit == b.entry for a, b in zip(big, big[1:], strict=False))
-    assert set(kept) <= set(cuts) and (least > 0 or (big, kept) == (blocks, cuts))
