@@ -28,7 +28,7 @@ from placement.cim.frontier import floor_bound
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.priced import solve_priced
-from placement.cim.schedule import CimSchedule, best_start
+from placement.cim.schedule import CimSchedule, all_host_schedule, best_start
 from placement.errors import PlacementError
 from placement.solvers.base import (
     ModelSize,
@@ -40,6 +40,7 @@ from placement.solvers.base import (
 from placement.solvers.workers import cluster_threads, process_pool
 
 NO_TIME = "not solved (no time)"
+BLOCK_ERROR = "solver error (its start kept)"
 BlockOutcome = tuple[CimSchedule, float, "ModelSize | None", str]
 
 
@@ -57,6 +58,9 @@ def block_task(
     bound is of the least makespan + price x crossbars."""
     if limit is not None and limit < MIN_SOLVE:
         return best_start(sub, [("known", s) for s in known])[1], 0.0, None, NO_TIME
+    if not known and len(sub.parallel_pairs) <= settings["heuristic_pairs"]:
+        # few ordering decisions: the model closes faster than the heuristic runs
+        known = [all_host_schedule(sub)]
     if price is None and not known:
         # The heuristic first, stopped as soon as it meets the floor: many blocks are
         # bound by their host work, and then its placement is proven without a model.
@@ -74,7 +78,13 @@ def block_task(
                             solver=settings["solver"], time_limit=limit,
                             rel_gap=settings["rel_gap"], threads=settings["threads"],
                             starts=known)  # fmt: skip
-    placed = solve_fn(sub, time_limit=limit, starts=known, method="monolithic", **settings)
+    options = {k: v for k, v in settings.items() if k != "heuristic_pairs"}
+    try:
+        placed = solve_fn(sub, time_limit=limit, starts=known, method="monolithic", **options)
+    except PlacementError:
+        # A block's solver error (a claim its own decisions do not meet, a failed solve):
+        # its starts stand, with no bound; the other blocks and the rounds go on.
+        return best_start(sub, [("known", s) for s in known])[1], 0.0, None, BLOCK_ERROR
     schedule = placed.schedule or best_start(sub, [("known", s) for s in known])[1]
     return schedule, placed.result.best_bound or 0.0, placed.result.size, placed.result.status.value
 
@@ -116,18 +126,25 @@ def solve_decomposed(
     progress: Callable[[str], None] | None,
     workers: int = 1,
     client: Any = None,
+    heuristic_pairs: int = 0,
+    hand_over: Callable[[float, float], bool] | None = None,
 ) -> tuple[SolveResult, CimSchedule]:
     """The decomposition with each block solved by ``solve_fn`` (the pipeline), whole;
     the result against the best start, with the certified bound. A round's block solves
     run on the Dask cluster of ``client`` (a ``distributed.Client``) if given, else in
-    ``workers`` local processes when more than one."""
+    ``workers`` local processes when more than one. A block with at most
+    ``heuristic_pairs`` parallel pairs is first solved from the everything-on-host
+    placement, a larger one from the heuristic's (which stops at the block's floor: then
+    proven without a model). ``hand_over(best, bound)`` is asked before each round whether
+    to stop for another method (:func:`~placement.cim.decompose.decompose`)."""
     reserve = end_reserve(instance)
     sizes: list[ModelSize] = []
     statuses: dict[str, int] = {}
     alone = workers == 1 and client is None
     threads = options.threads if options.threads is not None or alone else 1
     settings = {"formulation": formulation, "solver": solver, "rel_gap": options.rel_gap,
-                "threads": threads, "warm_start": warm_start}  # fmt: skip
+                "threads": threads, "warm_start": warm_start,
+                "heuristic_pairs": heuristic_pairs}  # fmt: skip
 
     def keep(outcome: BlockOutcome) -> tuple[CimSchedule, float]:
         schedule, bound, size, status = outcome
@@ -178,7 +195,7 @@ def solve_decomposed(
             instance, solve_block, rel_gap=options.rel_gap, left=left,
             blocks_and_cuts=blocks_and_cuts, progress=progress,
             bounds=None if monitor is None else monitor.improved,
-            solve_batch=solve_batch, parallel=parallel,
+            solve_batch=solve_batch, parallel=parallel, hand_over=hand_over,
         )  # fmt: skip
     seconds = time.perf_counter() - tick
     phases.ran("decomposition", seconds)

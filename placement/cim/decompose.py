@@ -97,6 +97,9 @@ EVERY_ROOM_MAX_STEPS = 20_000_000
 #: rounds take over.
 PRICING_STALLS = 2
 
+#: :attr:`Decomposed.ended` when ``hand_over`` stopped it.
+HANDED_OVER = "handed over"
+
 #: What a round wants learnt of a frontier: the room to learn f at (closing), or the
 #: price to solve it at (pricing; price 0: with all the crossbars it can use).
 _Want = tuple[Frontier, "int | None", "float | None"]
@@ -113,6 +116,7 @@ def decompose(
     bounds: Callable[[float, float], None] | None = None,
     solve_batch: BatchSolver | None = None,
     parallel: int = 1,
+    hand_over: Callable[[float, float], bool] | None = None,
 ) -> Decomposed:
     """Solve ``instance`` block by block until the combination is proven within
     ``rel_gap``, nothing more can be learnt, or ``left()`` (the time left, None: no
@@ -123,7 +127,8 @@ def decompose(
     :data:`MIN_BLOCK_SECONDS` while any time is left. With ``solve_batch`` (which runs
     ``parallel`` solves at a time), a round's block solves go to it at once, each with
     ``parallel`` times its share; the blocks are independent, so what each learns
-    does not depend on the others of its round."""
+    does not depend on the others of its round. ``hand_over(best, bound)``, asked before
+    each round, stops the decomposition when true (another method takes over)."""
     blocks, cuts = blocks_and_cuts or split(instance)
     frontiers: dict[FrontierKey, Frontier] = {}
     entry_devices: list[bool | None] = [None]
@@ -145,6 +150,9 @@ def decompose(
             bounds(upper, lower)
         if upper - lower <= rel_gap * upper + 1e-15:
             ended = "optimal"
+            break
+        if hand_over is not None and hand_over(upper, lower):
+            ended = HANDED_OVER
             break
         pricing = stalls < PRICING_STALLS
         wants = _pricing(instance, blocks, frontiers, rel_gap, lagrange) if pricing else []

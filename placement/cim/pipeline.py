@@ -55,6 +55,7 @@ from placement.cim.deadline import (
     end_reserve,
     phase_limit,
 )
+from placement.cim.decompose import HANDED_OVER
 from placement.cim.frontier import Block, floor_bound, split
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
@@ -99,8 +100,11 @@ AUTO_DECOMPOSE_MAX_BLOCK_SHARE = 0.5
 #: bound than the whole model)...
 AUTO_DECOMPOSITION_SHARE = 0.5
 #: ... unless building the whole model would take more than this share of its time: then
-#: it could not search, and the decomposition gets all of the time.
+#: it could not search, and the decomposition gets all of the time. The decomposition
+#: keeps the rest of the time too if its gap is within this by then (closing the last
+#: percent is what the blocks do fast: benchmarks/README.md).
 AUTO_WHOLE_MAX_BUILD_SHARE = 0.1
+AUTO_WHOLE_MIN_GAP = 0.01
 #: What "auto" stands for on a block of a decomposition (chosen with benchmarks/cim_scale.py).
 BLOCK_FORMULATION = "tightened"
 BLOCK_SOLVER = "highs"
@@ -316,17 +320,18 @@ def solve(
             client = connect(scheduler, scheduler_timeout)
             stack.callback(client.close)
 
-        def blocks(deadline: Deadline) -> tuple[SolveResult, CimSchedule]:
+        def blocks(hand_over: Callable[[float, float], bool] | None = None
+                   ) -> tuple[SolveResult, CimSchedule]:  # fmt: skip
             return solve_decomposed(
                 instance, solve, formulation=block_formulation, solver=block_solver,
                 options=options, deadline=deadline, starts=given, blocks_and_cuts=plan.blocks,
-                warm_start=warm_start, progress=progress, workers=workers,
-                client=client)  # fmt: skip
+                warm_start=warm_start, progress=progress, workers=workers, client=client,
+                heuristic_pairs=AUTO_MAX_PAIRS_FOR_BOUNDED, hand_over=hand_over)  # fmt: skip
 
         if plan.method == "monolithic":
             result, schedule = whole(deadline, given)
         elif plan.method == "decomposition":
-            result, schedule = blocks(deadline)
+            result, schedule = blocks()
         else:
             result, schedule = _blocks_then_whole(blocks, whole, deadline, options.rel_gap)
     result.options["method_choice"] = plan.why
@@ -359,20 +364,29 @@ def _monolithic(
 
 
 def _blocks_then_whole(
-    blocks: Callable[[Deadline], tuple[SolveResult, CimSchedule]],
+    blocks: Callable[[Callable[[float, float], bool]], tuple[SolveResult, CimSchedule]],
     whole: Callable[[Deadline, Sequence[tuple[str, CimSchedule]]],
                     tuple[SolveResult, CimSchedule | None]],
     deadline: Deadline,
     rel_gap: float,
 ) -> tuple[SolveResult, CimSchedule]:  # fmt: skip
-    """The decomposition for :data:`AUTO_DECOMPOSITION_SHARE` of the deadline, then, unless
-    it proved its placement, the whole model from that placement for the rest; the better
-    placement and the better bound (both certified) are kept, and the result says whose."""
+    """The decomposition; once :data:`AUTO_DECOMPOSITION_SHARE` of the deadline has passed
+    with its gap still above :data:`AUTO_WHOLE_MIN_GAP`, the whole model from its
+    placement for the rest. The better placement and the better bound (both certified)
+    are kept, and the result says whose (``options["method_kept"]``)."""
     assert deadline.limit is not None
-    first = Deadline(deadline.limit * AUTO_DECOMPOSITION_SHARE, started=deadline.started)
-    parts, schedule = blocks(first)
-    if parts.status == SolveStatus.OPTIMAL:
-        parts.options["method_kept"] = "decomposition: proven within the gap; whole model not run"
+    turn = AUTO_DECOMPOSITION_SHARE * deadline.limit
+
+    def hand_over(best: float, bound: float) -> bool:
+        return deadline.elapsed() >= turn and gap_to_lower_bound(best, bound) > AUTO_WHOLE_MIN_GAP
+
+    parts, schedule = blocks(hand_over)
+    if parts.options.get("ended") != HANDED_OVER:
+        kept = (f"decomposition: within {AUTO_WHOLE_MIN_GAP:.0%} once"
+                f" {AUTO_DECOMPOSITION_SHARE:.0%} of the time had passed; it kept the rest")
+        if parts.status == SolveStatus.OPTIMAL:
+            kept = "decomposition: proven within the gap"
+        parts.options["method_kept"] = kept
         return parts, schedule
     try:
         one, found = whole(deadline, [("decomposition", schedule)])
@@ -388,8 +402,8 @@ def _blocks_then_whole(
     bound_from = ("whole model" if (one.best_bound or 0.0) > (parts.best_bound or 0.0)
                   else "decomposition")  # fmt: skip
     kept = (f"placement from the {'whole model' if keep_one else 'decomposition'}, bound from"
-            f" the {bound_from} (alone: decomposition {_percent(parts.gap)}, whole model"
-            f" {_percent(one.gap)})")  # fmt: skip
+            f" the {bound_from} (alone: decomposition {_percent(parts.gap)} when it handed"
+            f" over, whole model {_percent(one.gap)})")  # fmt: skip
     message = "; ".join(m for m in (parts.message, one.message) if m)
     options = one.options | {
         "method": "decomposition+monolithic", "method_kept": kept,
@@ -486,9 +500,10 @@ def plan_method(
                           f" the {rest:.3g} s after them", decomposed)  # fmt: skip
     return MethodPlan(
         "decomposition+monolithic",
-        f"{len(blocks)} blocks and a budget that binds them: the decomposition for"
-        f" {AUTO_DECOMPOSITION_SHARE:.0%} of the time, then, unless it proved its placement,"
-        " the whole model from it; the better placement and bound are kept",
+        f"{len(blocks)} blocks and a budget that binds them: the decomposition, and if"
+        f" after {AUTO_DECOMPOSITION_SHARE:.0%} of the time its gap is above"
+        f" {AUTO_WHOLE_MIN_GAP:.0%}, the whole model from its placement; the better"
+        " placement and bound are kept",
         decomposed,
     )
 

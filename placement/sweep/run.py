@@ -46,7 +46,7 @@ Output directory (``-o DIR``)::
     DIR/points.csv, points.json  all rows, sorted by point_id (regenerated atomically at the end;
                                  points.json is a list of row objects)
     DIR/profiles/<model-stem>.<sha12>.json   the host (CIM) or nest (PIM) profile used
-    DIR/.lock                    held (flock) by the sweep running here: a second one refuses
+    DIR/.lock                    while a sweep runs here: its process id, the file held (flock)
     DIR/schedules/<point_id>.json            the point's placement: CimPlacement.to_json()
                                  (CIM) or PimPlacement.to_json() plus the threshold rule's
                                  result (PIM), with "point", "model" and "hardware" added

@@ -50,35 +50,45 @@ class SweepStore:
         naming this one's process, instead of solving every point again beside it. The
         hold is an ``flock`` on :data:`LOCK_FILE`, which the operating system drops when
         the process ends however it ends, so a crashed or killed sweep leaves nothing
-        stuck. When the block ends and no sweep was started here (no manifest), the lock
-        file and the directory this run created are removed."""
+        stuck. The file goes when the hold ends, and so does the directory if this run
+        created it and no sweep was started in it."""
         check_output_dir(self.dir, f"-o {self.dir}")  # a file, /proc, no parent: one line
         created_dir = not self.dir.exists()
         self.dir.mkdir(exist_ok=True)
-        created_lock = not self.lock_path.exists()
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = self._lock()
         try:
+            yield
+        finally:
+            self.lock_path.unlink(missing_ok=True)  # before the lock drops: see _lock
+            os.close(fd)
+            if created_dir and not self.manifest_path.exists():
+                remove_created([], [self.dir])
+
+    def _lock(self) -> int:
+        """The lock file's descriptor, locked; refuses when another process holds it. A
+        file found locked by a holder that then removed it (its hold ended) is not the
+        lock any more: the path is opened again."""
+        while True:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = os.read(fd, 32).decode("ascii", "replace").strip()
+                os.close(fd)
                 raise PlacementError(
                     f"-o {self.dir}: another sweep is running in this directory"
                     + (f" (process {holder})" if holder.isdigit() else "")
                     + "; wait for it to finish, or use another directory"
                 ) from None
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode("ascii"))
             try:
-                yield
-            finally:
-                if not self.manifest_path.exists():
-                    if created_lock:
-                        self.lock_path.unlink(missing_ok=True)
-                    if created_dir:
-                        remove_created([], [self.dir])
-        finally:
-            os.close(fd)  # drops the lock
+                same = os.stat(self.lock_path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+                return fd
+            os.close(fd)
 
     # -- opening
 

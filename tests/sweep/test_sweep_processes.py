@@ -79,9 +79,11 @@ def test_a_killed_sweep_leaves_no_lock_behind(tmp_path):
     finally:
         holder.kill()
         holder.communicate()
+    assert (out / LOCK_FILE).exists()  # left by the killed holder, but no longer held
     grid = build_grid("cim", ["x86-ryzen"], [("crossbars", "4")])
     result = run_sweep("cim", [INT8], grid, out, profiles=[PROFILE])
     assert [r["status"] for r in result.rows] == ["optimal"]
+    assert not (out / LOCK_FILE).exists()  # a finished sweep leaves no lock file
 
 
 @pytest.mark.integration
