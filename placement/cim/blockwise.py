@@ -220,9 +220,13 @@ def solve_decomposed(
         )  # fmt: skip
     seconds = time.perf_counter() - tick
     phases.ran("decomposition", seconds)
-    origin, schedule = best_start(instance, starts)
-    if done.schedule.makespan <= schedule.makespan:
-        origin, schedule = "decomposition", done.schedule
+    # The combination is never slower than everything on the host (one of the
+    # combinations); only a given start can beat it.
+    origin, schedule = "decomposition", done.schedule
+    if starts:
+        other, start = best_start(instance, starts)
+        if start.makespan < schedule.makespan:
+            origin, schedule = other, start
     makespan = schedule.makespan
     bound = min(done.lower_bound, makespan)
     gap = gap_to_lower_bound(makespan, bound)

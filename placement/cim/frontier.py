@@ -37,6 +37,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import networkx as nx
 import numpy as np
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
@@ -90,10 +91,11 @@ class PricedBound:
     value: float  # seconds
 
 
-def cut_operators(instance: CimInstance) -> list[str]:
-    """The operators comparable with every other one that no edge jumps over, in a
-    topological order."""
-    order = structure(instance, 1.0)["order"]
+def cut_operators(instance: CimInstance, order: list[str] | None = None) -> list[str]:
+    """The operators comparable with every other one that no edge jumps over, in
+    ``order`` (a topological order of the instance; default: networkx's). A cut's place
+    is the same in every topological order: its ancestors before it, the rest after."""
+    order = order or list(nx.topological_sort(instance.graph))
     position = {v: i for i, v in enumerate(order)}
     anc, desc = reachability(instance.graph, order)
     # cover[i]: edges (u, w) with position u < i < position w, by a difference array
@@ -113,8 +115,8 @@ def cut_operators(instance: CimInstance) -> list[str]:
 
 def split(instance: CimInstance) -> tuple[list[Block], list[str]]:
     """The blocks between consecutive cuts (empty ones included) and the cuts."""
-    order = structure(instance, 1.0)["order"]
-    cuts = cut_operators(instance)
+    order = list(nx.topological_sort(instance.graph))
+    cuts = cut_operators(instance, order)
     is_cut = set(cuts)
     position = {op.name: i for i, op in enumerate(instance.operators)}
     groups: list[list[str]] = [[]]
