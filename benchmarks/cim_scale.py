@@ -199,7 +199,9 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--formulation", default="auto")
     ap.add_argument("--solver", default="auto")
-    ap.add_argument("--method", default="auto", help="auto, monolithic or decomposition")
+    ap.add_argument("--method", default="auto",
+                    help="auto, monolithic or decomposition (with --family: several,"
+                    " comma-separated, each solved in turn)")
     ap.add_argument("--no-build", action="store_true",
                     help="skip timing the whole model's build (with --solve at large sizes)")
     ap.add_argument("--load", action="store_true",
@@ -281,12 +283,13 @@ def family_table(args: argparse.Namespace) -> None:
                 continue
             budget = ISSUE_BUDGET if shape is ISSUE_SHAPE else None
             inst = branched(n, shape, budget=budget)
-            print(_family_row(row, n, shape, inst, args), flush=True)
+            for method in args.method.split(","):
+                print(_family_row(row, n, shape, inst, args, method), flush=True)
     print(f"load (1-min average) after {os.getloadavg()[0]:.2f}")
 
 
 def _family_row(row: int, n: int, shape: Shape, inst: CimInstance,
-                args: argparse.Namespace) -> str:  # fmt: skip
+                args: argparse.Namespace, method: str) -> str:  # fmt: skip
     from placement.cim.decompose import split
     from placement.cim.pipeline import solve
 
@@ -298,7 +301,7 @@ def _family_row(row: int, n: int, shape: Shape, inst: CimInstance,
     tick = time.perf_counter()
     extra = {"workers": args.workers} if args.workers > 1 else {}
     placed = solve(inst, formulation=args.formulation, solver=args.solver,
-                   time_limit=args.time_limit, method=args.method, **extra)  # fmt: skip
+                   time_limit=args.time_limit, method=method, **extra)  # fmt: skip
     wall = time.perf_counter() - tick
     res = placed.result
     gap = "-" if res.gap is None else f"{100 * res.gap:.3f}"
@@ -307,7 +310,9 @@ def _family_row(row: int, n: int, shape: Shape, inst: CimInstance,
     how = opts.get("method", "?")
     if "block_solves" in opts:
         how += f" ({opts['block_solves']} block solves)"
-    if opts.get("method_choice"):
+    if opts.get("method_kept"):
+        how += f"; kept: {opts['method_kept']}"
+    elif opts.get("method_choice"):
         how += f"; {opts['method_choice']}"
     return (f"{head} {res.status.value:>11} {gap:>8} {wall:>7.1f} {load:>5.2f}  {shape.label():<52}"
             f" {how}")
@@ -318,7 +323,7 @@ def yolo_table(args: argparse.Namespace) -> None:
     latency): the product's solve under the deadline."""
     import yolo_like
 
-    from placement.cim.frontier import split
+    from placement.cim.decompose import split
     from placement.cim.pipeline import solve
 
     print(f"host: {platform.machine()}, {os.cpu_count()} CPUs; load (1-min average) before"

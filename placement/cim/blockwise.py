@@ -24,10 +24,10 @@ from typing import Any
 
 from placement.cim.deadline import HEURISTIC_SHARE, MIN_SOLVE, Deadline, Phases, end_reserve
 from placement.cim.decompose import Decomposed, decompose
-from placement.cim.frontier import BlockTask, floor_bound
+from placement.cim.frontier import floor_bound
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
-from placement.cim.priced import solve_pack, solve_priced
+from placement.cim.priced import solve_priced
 from placement.cim.schedule import CimSchedule, all_host_schedule, best_start
 from placement.errors import PlacementError
 from placement.solvers.base import (
@@ -46,38 +46,16 @@ BlockOutcome = tuple[CimSchedule, float, "ModelSize | None", str]
 
 def block_task(
     solve_fn: Callable[..., Any],
-    tasks: list[BlockTask],
-    limit: float | None,
-    settings: dict[str, Any],
-) -> list[BlockOutcome]:
-    """Block solves (picklable: a worker process runs it): per task its schedule, its
-    bound, the model size and the status. One task is solved alone, several in one model
-    (:func:`placement.cim.priced.solve_pack`); a limit below the least worth starting is
-    no solve."""
-    if len(tasks) == 1:
-        sub, known, price = tasks[0]
-        return [_one_block(solve_fn, sub, limit, known, settings, price)]
-    members = [(sub, price or 0.0, known or [all_host_schedule(sub)])
-               for sub, known, price in tasks]  # fmt: skip
-    try:
-        return solve_pack(members, formulation=settings["formulation"],
-                          solver=settings["solver"], time_limit=limit,
-                          rel_gap=settings["rel_gap"], threads=settings["threads"])  # fmt: skip
-    except PlacementError:  # as for one block (_one_block): the starts stand
-        return [(best_start(sub, [("known", s) for s in known])[1], 0.0, None, BLOCK_ERROR)
-                for sub, known, _ in tasks]  # fmt: skip
-
-
-def _one_block(
-    solve_fn: Callable[..., Any],
     sub: CimInstance,
     limit: float | None,
     known: list[CimSchedule],
     settings: dict[str, Any],
     price: float | None = None,
 ) -> BlockOutcome:
-    """One block solve; with ``price``: a priced solve (:func:`placement.cim.priced.
-    solve_priced`), whose bound is of the least makespan + price x crossbars."""
+    """One block solve (picklable: a worker process runs it): its schedule, its bound,
+    the model size and the status; a limit below the least worth starting is no solve.
+    With ``price``: a priced solve (:func:`placement.cim.priced.solve_priced`), whose
+    bound is of the least makespan + price x crossbars."""
     if limit is not None and limit < MIN_SOLVE:
         return best_start(sub, [("known", s) for s in known])[1], 0.0, None, NO_TIME
     if not known and len(sub.parallel_pairs) <= settings["heuristic_pairs"]:
@@ -115,12 +93,12 @@ def _on_dask(
     client: Any,
     solve_fn: Callable[..., Any],
     settings: dict[str, Any],
-    calls: list[tuple[list[BlockTask], float | None]],
-) -> list[list[BlockOutcome]]:
+    jobs: list[tuple[CimInstance, float | None, list[CimSchedule], float | None]],
+) -> list[BlockOutcome]:
     """A round's block solves on a Dask cluster, results in order; the round's tasks are
     cancelled when this process is interrupted or one of them fails."""
-    futures = [client.submit(block_task, solve_fn, tasks, limit, settings, pure=False)
-               for tasks, limit in calls]  # fmt: skip
+    futures = [client.submit(block_task, solve_fn, sub, limit, known, settings, price,
+                             pure=False) for sub, limit, known, price in jobs]  # fmt: skip
     try:
         return client.gather(futures)
     except BaseException as exc:
@@ -168,15 +146,16 @@ def solve_decomposed(
                 "threads": threads, "warm_start": warm_start,
                 "heuristic_pairs": heuristic_pairs}  # fmt: skip
 
-    def keep(outcomes: list[BlockOutcome]) -> list[tuple[CimSchedule, float]]:
-        if outcomes and outcomes[0][2] is not None:  # a pack's members share one model
-            sizes.append(outcomes[0][2])
-        for *_, status in outcomes:
-            statuses[status] = statuses.get(status, 0) + 1
-        return [(schedule, bound) for schedule, bound, _, _ in outcomes]
+    def keep(outcome: BlockOutcome) -> tuple[CimSchedule, float]:
+        schedule, bound, size, status = outcome
+        if size is not None:
+            sizes.append(size)
+        statuses[status] = statuses.get(status, 0) + 1
+        return schedule, bound
 
-    def solve_block(tasks: list[BlockTask], limit: float | None):
-        return keep(block_task(solve_fn, tasks, limit, settings))
+    def solve_block(sub: CimInstance, limit: float | None, known: list[CimSchedule],
+                    price: float | None):  # fmt: skip
+        return keep(block_task(solve_fn, sub, limit, known, settings, price))
 
     def left() -> float | None:
         now = deadline.left()
@@ -192,17 +171,17 @@ def solve_decomposed(
         if client is not None:
             parallel = cluster_threads(client)
 
-            def solve_batch(calls):
-                return [keep(o) for o in _on_dask(client, solve_fn, settings, calls)]
+            def solve_batch(jobs):
+                return [keep(o) for o in _on_dask(client, solve_fn, settings, jobs)]
 
         elif workers > 1:
             parallel = workers
             pool = stack.enter_context(process_pool(workers))
 
-            def solve_batch(calls):
+            def solve_batch(jobs):
                 try:
-                    futures = [pool.submit(block_task, solve_fn, tasks, limit, settings)
-                               for tasks, limit in calls]  # fmt: skip
+                    futures = [pool.submit(block_task, solve_fn, sub, limit, known, settings,
+                                           price) for sub, limit, known, price in jobs]  # fmt: skip
                     return [keep(f.result()) for f in futures]
                 except BrokenProcessPool as exc:
                     raise PlacementError(

@@ -45,14 +45,15 @@ from placement.cim.combine import (
     exit_devices,
     priced_path,
 )
-from placement.cim.frontier import Block, BlockSolver, BlockTask, Frontier, split
+from placement.cim.frontier import Block, BlockSolver, Frontier, split
 from placement.cim.instance import CimInstance
 from placement.cim.schedule import CimSchedule
 
-#: Several block solvers' calls at once (each as for
-#: :data:`~placement.cim.frontier.BlockSolver`: its tasks and seconds), results in order.
+#: Several block solves at once (each as for :data:`~placement.cim.frontier.BlockSolver`),
+#: results in order.
 BatchSolver = Callable[
-    [list[tuple[list[BlockTask], "float | None"]]], list[list[tuple[CimSchedule, float]]]
+    [list[tuple[CimInstance, "float | None", "list[CimSchedule]", "float | None"]]],
+    list[tuple[CimSchedule, float]],
 ]
 
 
@@ -92,11 +93,6 @@ MIN_BLOCK_SECONDS = 1.0
 #: small: at most this many (count x budget) steps in all.
 EVERY_ROOM_MAX_SUMS = 64
 EVERY_ROOM_MAX_STEPS = 20_000_000
-#: Blocks of at most this many operators are solved together in one model, up to this
-#: many operators a model (:func:`placement.cim.priced.solve_pack`): a small block's
-#: model costs ~50 ms to build and hand over and a few to solve (benchmarks/README.md).
-PACK_MAX_BLOCK = 24
-PACK_OPERATORS = 240
 #: Pricing rounds in a row that may leave both bounds where they were before closing
 #: rounds take over.
 PRICING_STALLS = 2
@@ -295,77 +291,31 @@ def _learnable(want: _Want, share: float | None, rel_gap: float
     return None if budget is None else (budget, None)
 
 
-#: A block solve of a round: the frontier, budget, price, share of time, and its task.
-_Job = tuple[Frontier, int, "float | None", "float | None", BlockTask]
-
-
-def _jobs(wants: list[_Want], now: float | None, parallel: int, rel_gap: float
-          ) -> list[list[_Job]]:  # fmt: skip
-    """A round's block solves, each with its share of the round (:data:`ROUND_SHARE` of
-    ``now``, by operators, ``parallel`` times over, at least :data:`MIN_BLOCK_SECONDS`),
-    grouped: small blocks together (:data:`PACK_MAX_BLOCK`), the others alone."""
-    weight = float(sum(len(front.block.operators) for front, _, _ in wants))
-    packs: list[list[_Job]] = []
-    small: list[_Job] = []
-    for want in wants:
-        front = want[0]
-        share = None
-        if now is not None:
-            share = now * ROUND_SHARE * parallel * len(front.block.operators) / weight
-            share = min(now, max(share, MIN_BLOCK_SECONDS))
-        job = _learnable(want, share, rel_gap)
-        if job is None:
-            continue
-        budget, price = job
-        sub, starts = front.task(budget, price)
-        task: BlockTask = (sub, starts, price)
-        if len(front.block.operators) > PACK_MAX_BLOCK:
-            packs.append([(front, budget, price, share, task)])
-            continue
-        small.append((front, budget, price, share, task))
-        if sum(len(j[0].block.operators) for j in small) >= PACK_OPERATORS:
-            packs.append(small)
-            small = []
-    return packs + ([small] if small else [])
-
-
-def _pack_seconds(pack: list[_Job]) -> float | None:
-    """A pack's time: its blocks' shares together (None: no limit)."""
-    shares = [share for _, _, _, share, _ in pack]
-    return None if any(s is None for s in shares) else sum(shares)  # type: ignore[misc]
-
-
-def _record(pack: list[_Job], results: list[tuple[CimSchedule, float]]) -> None:
-    """Keep what a pack's solve found, each block's solve recorded with its share."""
-    for (front, budget, price, share, (sub, _, _)), (schedule, bound) in zip(
-            pack, results, strict=True):  # fmt: skip
-        front.record(budget, sub, schedule, bound, share, price)
-
-
 def _round(
     wants: list[_Want], solve_block: BlockSolver, left: Callable[[], float | None],
     evaluation: float, now: float | None, rel_gap: float,
 ) -> int:  # fmt: skip
-    """One round's block solves in this process, each pack within its share of what is
-    left when it starts; how many ran."""
-    packs = _jobs(wants, now, 1, rel_gap)
-    weight = float(sum(len(j[0].block.operators) for pack in packs for j in pack))
+    """One round's block solves in this process, each with its share of what is left
+    when it starts; how many ran."""
+    weight = float(sum(len(front.block.operators) for front, _, _ in wants))
     round_end = None if now is None else now * (1 - ROUND_SHARE)
     solved = 0
-    for pack in packs:
-        size = sum(len(j[0].block.operators) for j in pack)
-        seconds = None
+    for want in wants:
+        size = len(want[0].block.operators)
+        share = None
         if round_end is not None:
             time_left = (left() or 0.0) - evaluation
             if time_left <= 0.0:  # out of time: even a skipped block solve costs work
                 break
-            seconds = max(time_left - round_end, 0.0) * size / weight
+            share = max(time_left - round_end, 0.0) * size / weight
             # most block solves end far below their share: a small share would only
             # keep the solver from starting
-            seconds = min(time_left, max(seconds, MIN_BLOCK_SECONDS))
+            share = min(time_left, max(share, MIN_BLOCK_SECONDS))
         weight -= size
-        _record(pack, solve_block([task for *_, task in pack], seconds))
-        solved += len(pack)
+        job = _learnable(want, share, rel_gap)
+        if job is not None:
+            want[0].learn(job[0], solve_block, share, job[1])
+            solved += 1
     return solved
 
 
@@ -374,8 +324,21 @@ def _batch_round(
     rel_gap: float,
 ) -> int:  # fmt: skip
     """One round's block solves through ``solve_batch``; how many ran."""
-    packs = _jobs(wants, now, parallel, rel_gap)
-    calls = [([task for *_, task in pack], _pack_seconds(pack)) for pack in packs]
-    for pack, results in zip(packs, solve_batch(calls), strict=True):
-        _record(pack, results)
-    return sum(len(pack) for pack in packs)
+    weight = float(sum(len(front.block.operators) for front, _, _ in wants))
+    jobs = []
+    for want in wants:
+        share = None
+        if now is not None:
+            round_end = now * (1 - ROUND_SHARE)
+            share = (now - round_end) * parallel * len(want[0].block.operators) / weight
+            share = min(now, max(share, MIN_BLOCK_SECONDS))
+        job = _learnable(want, share, rel_gap)
+        if job is not None:
+            budget, price = job
+            jobs.append((want[0], budget, price, share, *want[0].task(budget, price)))
+    results = solve_batch([(sub, share, starts, price)
+                           for _, _, price, share, sub, starts in jobs])  # fmt: skip
+    for (front, budget, price, share, sub, _), (schedule, bound) in zip(jobs, results,
+                                                                        strict=True):
+        front.record(budget, sub, schedule, bound, share, price)
+    return len(jobs)

@@ -47,14 +47,14 @@ from placement.models.cim_makespan.structure import reachability, structure
 HOST, CIM = True, False
 ENTRY, EXIT = "__entry__", "__exit__"
 
-#: What one block solve is given: the block instance, feasible schedules of it to start
-#: from, and the crossbar price (None: none).
-BlockTask = tuple[CimInstance, "list[CimSchedule]", "float | None"]
-#: A block solver: (tasks solved together, seconds for them all or None) -> per task, its
-#: best schedule and a lower bound in seconds: without a price, of the block's least
-#: makespan within its budget; with a price p (seconds per crossbar), of the least
-#: makespan + p x crossbars (within the budget too).
-BlockSolver = Callable[[list[BlockTask], "float | None"], list[tuple[CimSchedule, float]]]
+#: A block solver: (block instance, seconds or None, feasible schedules of it to start
+#: from, crossbar price or None) -> (its best schedule, a lower bound in seconds). Without
+#: a price: of the block's least makespan within its budget; with a price p (seconds per
+#: crossbar): of the least makespan + p x crossbars (within the budget too).
+BlockSolver = Callable[
+    [CimInstance, "float | None", "list[CimSchedule]", "float | None"],
+    tuple[CimSchedule, float],
+]
 
 
 @dataclass(frozen=True)
@@ -408,8 +408,7 @@ class Frontier:
         all it can use), from the best placement known to fit; keep its placement and
         bound."""
         sub, starts = self.task(budget, price)
-        schedule, bound = solve_block([(sub, starts, price)], seconds)[0]
-        self.record(budget, sub, schedule, bound, seconds, price)
+        self.record(budget, sub, *solve_block(sub, seconds, starts, price), seconds, price)
 
     def task(self, budget: int, price: float | None = None
              ) -> tuple[CimInstance, list[CimSchedule]]:  # fmt: skip

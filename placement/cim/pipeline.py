@@ -20,14 +20,22 @@ Solvers:
   the bound reported is the better of the two (both are valid lower bounds);
 * ``auto``: ``cpsat+highs`` where the formulation is ``tightened`` (many parallel
   pairs; why: benchmarks/README.md), a start is allowed and OR-Tools is installed;
-  HiGHS otherwise.
+  HiGHS otherwise. A Pyomo model of your own is solved as given: its formulation read
+  from it (:func:`model_formulation`), ``auto`` is HiGHS.
 
 Methods: ``monolithic`` solves the whole instance as one model; ``decomposition``
 splits it at the operators no edge jumps over and solves the blocks between them alone,
 combining them exactly (``placement.cim.decompose``; each block with the formulation
-and solver asked for); ``auto`` decomposes graphs of at least
-:data:`AUTO_DECOMPOSE_MIN_OPERATORS` operators whose largest block holds at most
-:data:`AUTO_DECOMPOSE_MAX_BLOCK_SHARE` of them.
+and solver asked for); ``auto`` (:func:`plan_method`) solves whole a model of your own,
+a graph of fewer than :data:`AUTO_DECOMPOSE_MIN_OPERATORS` operators and one whose
+largest block holds more than :data:`AUTO_DECOMPOSE_MAX_BLOCK_SHARE` of them; it
+decomposes the others, and where their blocks compete for the budget and a time limit
+is set, it measures: if the decomposition's gap is still above
+:data:`AUTO_WHOLE_MIN_GAP` once :data:`AUTO_DECOMPOSITION_SHARE` of the time has passed,
+the whole model takes over from its placement (unless it could not even be built in
+the time left) and the better placement and bound are kept. The result's
+``options["method"]`` says what ran, ``"method_choice"`` why, and ``"method_kept"``
+(after both) whose placement and bound are reported.
 """
 
 from __future__ import annotations

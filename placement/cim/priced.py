@@ -14,12 +14,8 @@ since the price term is never negative).
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
-
-import pyomo.environ as pyo
-from pyomo.common.collections import ComponentMap
 
 from placement.cim.deadline import HEURISTIC_SHARE, MIN_SOLVE
 from placement.cim.frontier import trivial_bound
@@ -68,85 +64,35 @@ def solve_priced(
     the least worth starting a solver for reports that start, with the longest-path
     bound. ``solver``: a MIP backend; any other name (CP-SAT) solves with HiGHS.
     """
+    if solver not in MIP_BACKENDS:
+        solver = PRICED_FALLBACK_SOLVER
     if not starts:
         seconds = None if time_limit is None else HEURISTIC_SHARE * time_limit
         starts = [heuristic_schedule(instance, seconds=seconds)]
-    return solve_pack([(instance, price, starts)], formulation=formulation, solver=solver,
-                      time_limit=time_limit, rel_gap=rel_gap, threads=threads)[0]  # fmt: skip
-
-
-#: One member of a pack: an instance, its crossbar price (0: its plain makespan within its
-#: budget) and schedules to start from.
-Member = tuple[CimInstance, float, Sequence[CimSchedule]]
-
-
-def solve_pack(
-    members: Sequence[Member],
-    *,
-    formulation: str = "tightened",
-    solver: str = "highs",
-    time_limit: float | None = None,
-    rel_gap: float = 1e-4,
-    threads: int | None = None,
-) -> list[tuple[CimSchedule, float, ModelSize | None, str]]:
-    """Priced solves of independent instances in one model (the sum of their objectives),
-    as :func:`solve_priced` reports each (without running the heuristic).
-
-    A model of a small block costs far more to build and hand to the solver than to
-    solve; in one model, that cost is paid once for many. The solver bounds the sum only:
-    with U the members' values found and L that bound, each member's least value is at
-    least its own value less U - L (the others can be no better than optimal), a bound
-    as tight as the solve's gap on the sum.
-    """
-    if solver not in MIP_BACKENDS:
-        solver = PRICED_FALLBACK_SOLVER
-    tick = time.perf_counter()
-    families = formulation_families(formulation)
-    parts = []
-    for instance, price, starts in members:
-        fitting = [t for s in starts if (t := fitted(instance, s)) is not None]
-        start = min([all_host_schedule(instance), *fitting],
-                    key=lambda s, i=instance, p=price: priced_makespan(i, s, p))  # fmt: skip
-        parts.append((instance, price, start, trivial_bound(instance)))
+    fitting = [t for s in starts if (t := fitted(instance, s)) is not None]
+    start = min([all_host_schedule(instance), *fitting],
+                key=lambda s: priced_makespan(instance, s, price))  # fmt: skip
+    floor = trivial_bound(instance)
     if time_limit is not None and time_limit < MIN_SOLVE:
-        return [(start, min(floor, priced_makespan(inst, start, price)), None, "not solved")
-                for inst, price, start, floor in parts]  # fmt: skip
-    model = pyo.ConcreteModel(name="cim_pack")
-    values = ComponentMap()
-    terms = []
-    for k, (instance, price, start, _) in enumerate(parts):
-        sub = build_cim_model(instance, families=families,
-                              upper_bound=priced_makespan(instance, start, price))  # fmt: skip
-        price_crossbars(sub, price)
-        sub.priced_objective.deactivate()
-        model.add_component(f"member{k}", sub)
-        values.update(start_values(sub, instance, start))
-        terms.append((pyo.value(sub.time_unit), sub.priced_objective.expr))
-    unit = min(u for u, _ in terms)
-    model.time_unit = pyo.Param(initialize=unit)
-    model.objective = pyo.Objective(expr=sum(u / unit * expr for u, expr in terms))
+        return start, min(floor, priced_makespan(instance, start, price)), None, "not solved"
+    tick = time.perf_counter()
+    upper = priced_makespan(instance, start, price)
+    model = build_cim_model(instance, families=formulation_families(formulation),
+                            upper_bound=upper)  # fmt: skip
+    price_crossbars(model, price)
     if time_limit is not None:  # the limit covers building the model too
         time_limit = max(time_limit - (time.perf_counter() - tick), MIN_SOLVE)
     options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads)
+    values = start_values(model, instance, start)
     result = solve_in_seconds(model, get_backend(solver, mip=True), options, what="CIM",
                               item="operator", start=values)  # fmt: skip
-    chosen: list[CimSchedule] = []
-    for k, (instance, price, start, _) in enumerate(parts):
-        schedule = start
-        if result.status.has_solution:
-            sub = model.component(f"member{k}")
-            # decisions no timing can make valid (None) keep the start
-            timed = fitted(instance, CimSchedule(**extract_schedule(sub, instance)._asdict()))
-            if timed is not None and (priced_makespan(instance, timed, price)
-                                      < priced_makespan(instance, start, price)):  # fmt: skip
-                schedule = timed
-        verify_cim(instance, schedule).raise_if_failed()
-        chosen.append(schedule)
-    values_found = [priced_makespan(p[0], sched, p[1]) for p, sched in zip(parts, chosen,
-                                                                           strict=True)]
-    slack = math.inf
-    if result.best_bound is not None:
-        slack = max(math.fsum(values_found) - result.best_bound, 0.0)
-    return [(schedule, min(max(value - slack, floor), value), result.size, result.status.value)
-            for (_, _, _, floor), schedule, value in zip(parts, chosen, values_found,
-                                                         strict=True)]  # fmt: skip
+    schedule = start
+    if result.status.has_solution:
+        # decisions no timing can make valid (None) keep the start
+        found = fitted(instance, CimSchedule(**extract_schedule(model, instance)._asdict()))
+        if found is not None and priced_makespan(instance, found, price) < upper:
+            schedule = found
+    verify_cim(instance, schedule).raise_if_failed()
+    bound = floor if result.best_bound is None else max(result.best_bound, floor)
+    value = priced_makespan(instance, schedule, price)
+    return schedule, min(bound, value), result.size, result.status.value

@@ -34,19 +34,16 @@ from placement.errors import PlacementError
 from placement.solvers.base import SolveStatus
 
 
-def exact_block_solver(tasks, limit: float | None):
+def exact_block_solver(sub: CimInstance, limit: float | None, starts=(), price=None):
     """The brute force as block solver: the optimum, proven (bound == its value); with a
     price, of the makespan + price x crossbars."""
-    out = []
-    for sub, _, price in tasks:
-        best, on_host, order = brute_force_makespan(sub, price=price or 0.0)
-        out.append((asap_schedule(sub, on_host, order), best))
-    return out
+    best, on_host, order = brute_force_makespan(sub, price=price or 0.0)
+    return asap_schedule(sub, on_host, order), best
 
 
-def heuristic_block_solver(tasks, limit: float | None):
+def heuristic_block_solver(sub: CimInstance, limit: float | None, starts=(), price=None):
     """A block solver that proves nothing: the heuristic, bound 0."""
-    return [(heuristic_schedule(sub), 0.0) for sub, _, _ in tasks]
+    return heuristic_schedule(sub), 0.0
 
 
 def cuts_by_definition(instance: CimInstance) -> list[str]:

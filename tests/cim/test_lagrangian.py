@@ -42,12 +42,9 @@ from placement.models.cim_makespan.build import (
 )
 
 
-def exact_block_solver(tasks, limit):
-    out = []
-    for sub, _, price in tasks:
-        best, on_host, order = brute_force_makespan(sub, price=price or 0.0)
-        out.append((asap_schedule(sub, on_host, order), best))
-    return out
+def exact_block_solver(sub: CimInstance, limit, starts=(), price=None):
+    best, on_host, order = brute_force_makespan(sub, price=price or 0.0)
+    return asap_schedule(sub, on_host, order), best
 
 
 def frontiers_of(inst: CimInstance) -> tuple[list, dict]:
@@ -193,23 +190,3 @@ def test_a_priced_solve_matches_the_brute_force(seed):
     assert status == "optimal" and value == pytest.approx(truth, rel=1e-6)
     assert math.isfinite(bound)
 
-
-
-@pytest.mark.solver
-@pytest.mark.parametrize("rel_gap", [1e-9, 0.05])
-def test_blocks_solved_in_one_model_each_keep_a_valid_bound(rel_gap):
-    """Three instances in one model, each with its own price (0: its plain makespan):
-    every member's bound is below its brute-force optimum and its placement no better,
-    also when the model's gap on the sum is loose (the bound then takes the slack)."""
-    from placement.cim.priced import solve_pack
-
-    rng = random.Random(9)
-    members = [(random_instance(rng, 6, edge_prob=0.3), price, []) for price in (0.0, 1e-4, 3e-4)]
-    results = solve_pack(members, rel_gap=rel_gap)
-    for (inst, price, _), (schedule, bound, _, _) in zip(members, results, strict=True):
-        truth = brute_force_makespan(inst, price=price)[0]
-        assert verify_cim(inst, schedule).ok
-        assert bound <= truth * (1 + 1e-7)
-        assert priced_makespan(inst, schedule, price) >= truth * (1 - 1e-9)
-        if rel_gap < 1e-6:
-            assert priced_makespan(inst, schedule, price) == pytest.approx(truth, rel=1e-6)
