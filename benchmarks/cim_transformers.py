@@ -81,8 +81,9 @@ def main() -> None:
         saved = OUT / f"{name}.profile.json"
         if args.keep_profiles and saved.exists():
             profile = HostProfile.load(saved)
-            print(f"{name}: profile reused from {saved} (machine load when measured:"
-                  f" {profile.metadata.get('machine_load', '?')})")  # fmt: skip
+            load = profile.metadata.get("machine_load", {})
+            print(f"{name}: profile reused from {saved} (1-minute load when measured:"
+                  f" {load.get('loadavg_before', '?')})")  # fmt: skip
         else:
             profile = profile_host(graph, runs=args.runs, warmup=2)
             if args.keep_profiles:
