@@ -17,8 +17,8 @@ and the same shape for processing-in-memory loop nests::
     model = pim.build_model(instance, copy="exact")
     placement = pim.solve(instance)
 
-Every user error is a :class:`PlacementError` with a one-line message. Names load on
-first use (PEP 562), so ``import placement`` is cheap.
+Every user error is a :class:`~placement.errors.PlacementError` with a one-line message.
+Names load on first use (PEP 562), so ``import placement`` is cheap.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+#: What a buffer holds for the program (:attr:`NestOperand.role`).
+INPUT, WEIGHT, OUTPUT, CONSTANT, TEMPORARY = "input", "weight", "output", "constant", "temporary"
+BUFFER_ROLES = (INPUT, WEIGHT, OUTPUT, CONSTANT, TEMPORARY)
+
 
 @dataclass(frozen=True)
 class NestOperand:
@@ -22,6 +26,18 @@ class NestOperand:
     nbytes: int
     read: bool
     written: bool
+    # input | weight | output (function arguments, from the model's calling convention),
+    # constant (a global), temporary (an allocation); "" in profiles written before the
+    # field: see ``buffer_role``.
+    role: str = ""
+
+    @property
+    def buffer_role(self) -> str:
+        """:attr:`role`, or for older profiles what ``kind`` implies: an argument of unknown
+        role counts as a model input (it may have been written by the host just before)."""
+        if self.role:
+            return self.role
+        return {"alloc": TEMPORARY, "global": CONSTANT}.get(self.kind, INPUT)
 
 
 @dataclass(frozen=True)

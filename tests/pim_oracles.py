@@ -6,7 +6,12 @@ per buffer, whether the current PIM segment holds it and whether a value
 written on PIM is still pending a flush; a pending flush is charged when the
 value is first needed off its segment (a host read, a read in a later
 segment, or the program's end for non-temporaries) and dropped when the value
-is overwritten unread.
+is overwritten unread. The partitioned accounting is the same simulation over the link
+with the resident weights skipped, and under a binding bank capacity the brute force
+tries every set of resident weights. The shared accounting is a third formulation too:
+per buffer, the program is cut into the *lifetimes* of its values (from a write, or the
+program's start, up to and including the next write); a lifetime pays once, at its first
+access from the side that did not write the value (on the host: its first read).
 
 Basic-block granularity (:func:`block_cost`) is a third formulation too: it runs each
 nest's loops (:class:`placement.blocks.Loop`) as a program would, block after block,
@@ -30,8 +35,11 @@ from placement.pim.instance import PimInstance
 from placement.profiling.counters import SIMULATED_EVENTS
 
 
-def hybrid_cost(instance: PimInstance, y: list[bool], copy: str) -> float:
-    """Eq. 9 of placement ``y`` (program order, True = PIM)."""
+def hybrid_cost(
+    instance: PimInstance, y: list[bool], copy: str, resident: frozenset[str] | None = None
+) -> float:
+    """Eq. 9 of placement ``y`` (program order, True = PIM); ``resident``: partitioned
+    only, the weights in the banks (default: every weight and constant)."""
     nests = instance.nests
     spec = instance.spec
     total = 0.0
@@ -39,17 +47,93 @@ def hybrid_cost(instance: PimInstance, y: list[bool], copy: str) -> float:
         total += instance.pim_times[n.id] if p else instance.t_cpu[n.id]
     path = [False, *y, False]
     total += spec.t_sw * sum(a != b for a, b in itertools.pairwise(path))
+    return total + copy_seconds(instance, y, copy, resident)
+
+
+def bandwidths(spec: PimSpec, copy: str) -> tuple[float, float]:
+    """(to PIM, to the host): the link on a partitioned device, else B_rd and B_wb."""
+    if copy == "partitioned":
+        return spec.link_to_pim_bandwidth, spec.link_to_host_bandwidth
+    return spec.read_bandwidth, spec.writeback_bandwidth
+
+
+def copy_seconds(
+    instance: PimInstance, y: list[bool], copy: str, resident: frozenset[str] | None = None
+) -> float:
+    """T_copy of placement ``y`` under accounting ``copy``."""
+    nests = instance.nests
+    to_pim, to_host = bandwidths(instance.spec, copy)
     if copy == "upper_bound":
-        for n, p in zip(nests, y, strict=True):
-            if p:
-                total += n.fetch_bytes / spec.read_bandwidth
-                total += n.flush_bytes / spec.writeback_bandwidth
-        return total
-    fetch, flush = _lazy_copy_bytes(nests, y)
-    return total + fetch / spec.read_bandwidth + flush / spec.writeback_bandwidth
+        return sum(n.fetch_bytes / to_pim + n.flush_bytes / to_host
+                   for n, p in zip(nests, y, strict=True) if p)  # fmt: skip
+    if copy == "shared":
+        back, again = _shared_bytes(instance, y)
+        return back / to_pim + again / to_host
+    skip = frozenset()
+    if copy == "partitioned":
+        skip = weight_buffers(instance) if resident is None else resident
+    fetch, flush = _lazy_copy_bytes(nests, y, skip)
+    return fetch / to_pim + flush / to_host
 
 
-def _lazy_copy_bytes(nests: tuple[LoopNest, ...], y: list[bool]) -> tuple[float, float]:
+def weight_buffers(instance: PimInstance) -> frozenset[str]:
+    """Buffers whose operands say weight or constant (the random instances never write them)."""
+    return frozenset(op.buffer for n in instance.nests for op in n.operands
+                     if op.buffer_role in ("weight", "constant"))  # fmt: skip
+
+
+def _shared_bytes(instance: PimInstance, y: list[bool]) -> tuple[float, float]:
+    """(bytes written back before PIM, bytes the host re-reads) by value lifetimes."""
+    nests = instance.nests
+    cap = instance.spec.host_cache
+    # buffer -> (pos, bytes, reads, writes) of every nest touching it
+    touches: dict[str, list[tuple[int, int, bool, bool]]] = {}
+    info: dict[str, tuple[str, str]] = {}  # buffer -> (kind, role)
+    for pos, n in enumerate(nests):
+        mine: dict[str, list] = {}
+        for op in n.operands:
+            e = mine.setdefault(op.buffer, [0, False, False])
+            e[0] = max(e[0], op.nbytes)
+            e[1] |= op.read
+            e[2] |= op.written
+            info[op.buffer] = (op.kind, op.buffer_role)
+        for b, (nbytes, r, w) in mine.items():
+            touches.setdefault(b, []).append((pos, nbytes, r, w))
+    back = again = 0.0
+    for b, seq in touches.items():
+        looped = any(w and nests[pos].trip_count > 1 for pos, _, _, w in seq)
+        kind, role = info[b]
+        # lifetimes: (writer side or None for clean, the touches that see the value)
+        writes = [k for k, (_, _, _, w) in enumerate(seq) if w]
+        starts = [None, *writes]
+        for s_idx, start in enumerate(starts):
+            stop = writes[s_idx] if s_idx < len(writes) else None  # the next write, included
+            window = seq[(0 if start is None else start + 1): (None if stop is None else stop + 1)]
+            if start is None:
+                side = False if (role == "input" and instance.cache == "warm") else None
+            else:
+                side = y[seq[start][0]]
+            if side is None:
+                continue
+            # the other side's touches: PIM touching a host value, the host reading a PIM one
+            other = [(pos, nbytes) for pos, nbytes, r, _ in window
+                     if y[pos] != side and (y[pos] or r)]  # fmt: skip
+            if other:
+                pos, nbytes = other[0]
+                made = 1 if start is None else nests[seq[start][0]].trip_count
+                moved = min(nbytes, cap) * (min(nests[pos].trip_count, made) if looped else 1)
+                if side:
+                    again += moved
+                else:
+                    back += moved
+            elif stop is None and side and kind != "alloc":
+                again += min(seq[start][1], cap)  # the caller reads what PIM wrote last
+    return back, again
+
+
+def _lazy_copy_bytes(
+    nests: tuple[LoopNest, ...], y: list[bool], skip: frozenset[str] = frozenset()
+) -> tuple[float, float]:
     def merged(n: LoopNest) -> dict[str, list]:
         out: dict[str, list] = {}
         for op in n.operands:
@@ -70,7 +154,7 @@ def _lazy_copy_bytes(nests: tuple[LoopNest, ...], y: list[bool]) -> tuple[float,
         if not p:
             in_segment.clear()
         elif pos == 0 or not y[pos - 1]:
-            in_segment = set()
+            in_segment = set(skip)
         for b, (nbytes, r, w, _) in uses[pos].items():
             if r and not (p and b in in_segment):
                 if b in pending:  # its value lives on PIM outside this segment
@@ -95,18 +179,43 @@ def groups_of(instance: PimInstance, granularity: str) -> list[list[int]]:
 
 
 def brute_force(instance: PimInstance, copy: str, granularity: str) -> tuple[float, list[bool]]:
-    """Minimum Eq. 9 over every placement (groups share one decision)."""
+    """Minimum Eq. 9 over every placement (groups share one decision) and, for a
+    partitioned device whose banks cannot hold every weight, every set of resident
+    weights that fits."""
     groups = groups_of(instance, granularity)
+    residents: list[frozenset[str] | None] = [None]
+    if copy == "partitioned":
+        residents = resident_sets(instance)
     best = (math.inf, [])
     for choice in itertools.product((False, True), repeat=len(groups)):
         y = [False] * len(instance.nests)
         for g, c in zip(groups, choice, strict=True):
             for i in g:
                 y[i] = c
-        cost = hybrid_cost(instance, y, copy)
-        if cost < best[0]:
-            best = (cost, y)
+        for resident in residents:
+            cost = hybrid_cost(instance, y, copy, resident)
+            if cost < best[0]:
+                best = (cost, y)
     return best
+
+
+def resident_sets(instance: PimInstance) -> list[frozenset[str] | None]:
+    """Every set of weights the banks hold (all of them when they fit or no capacity is
+    given: one set)."""
+    sizes: dict[str, int] = {}
+    for n in instance.nests:
+        for op in n.operands:
+            if op.buffer_role in ("weight", "constant"):
+                sizes[op.buffer] = max(sizes.get(op.buffer, 0), op.nbytes)
+    per_core = instance.spec.bank_capacity_per_core
+    if per_core is None or sum(sizes.values()) <= per_core * instance.n_cores:
+        return [frozenset(sizes)]
+    out: list[frozenset[str] | None] = []
+    for k in range(len(sizes) + 1):
+        for subset in itertools.combinations(sorted(sizes), k):
+            if sum(sizes[b] for b in subset) <= per_core * instance.n_cores:
+                out.append(frozenset(subset))
+    return out
 
 
 def segment_dp(instance: PimInstance, copy: str) -> float:
@@ -138,9 +247,9 @@ def segment_dp(instance: PimInstance, copy: str) -> float:
 
 
 def operand(
-    buffer: str, nbytes: int, *, read: bool, written: bool, kind: str = "alloc"
+    buffer: str, nbytes: int, *, read: bool, written: bool, kind: str = "alloc", role: str = ""
 ) -> NestOperand:
-    return NestOperand(buffer, kind, (max(nbytes // 4, 1),), "f32", nbytes, read, written)
+    return NestOperand(buffer, kind, (max(nbytes // 4, 1),), "f32", nbytes, read, written, role)
 
 
 def nest(
@@ -159,13 +268,30 @@ def nest(
     )
 
 
-def random_instance(seed: int, n: int, spec: PimSpec | None = None) -> PimInstance:
-    """A random program of ``n`` nests over a small buffer pool, with clashing costs."""
+#: A partitioned machine for the oracle tests: the link and 64 KiB banks (their capacity binds
+#: on some random instances at 4 cores and below).
+PARTITIONED_SPEC = PimSpec(
+    memory="partitioned", host_cache=None, link_to_pim_bandwidth=6e9,
+    link_to_host_bandwidth=4e9, bank_capacity_per_core=65536.0,
+)  # fmt: skip
+#: A shared machine whose caches hold less than the larger buffers (the bound binds).
+SMALL_CACHE_SPEC = PimSpec(host_cache=200_000.0)
+
+
+def random_instance(
+    seed: int, n: int, spec: PimSpec | None = None, cache: str | None = None
+) -> PimInstance:
+    """A random program of ``n`` nests over a small buffer pool, with clashing costs: a
+    model input (sometimes written in place), an output, two weights and a constant that
+    are only read, and temporaries; the cache state random unless given."""
     rng = random.Random(seed)
     spec = spec or PimSpec()
-    pool = [(f"arg{k}", "argument") for k in range(2)] + [("global:w", "global")]
+    roles = {"arg0": "input", "arg1": "output", "arg2": "weight", "arg3": "weight",
+             "global:w": "constant"}  # fmt: skip
+    pool = [(f"arg{k}", "argument") for k in range(4)] + [("global:w", "global")]
     pool += [(f"alloc{k}", "alloc") for k in range(4)]
     size = {b: rng.choice([4096, 65536, 262144, 524288]) for b, _ in pool}
+    writable = [p for p in pool if roles.get(p[0], "temporary") in ("input", "output", "temporary")]
     nests = []
     node_id = 0
     left_in_node = 0
@@ -174,20 +300,27 @@ def random_instance(seed: int, n: int, spec: PimSpec | None = None) -> PimInstan
             node_id += 1
             left_in_node = rng.choice([1, 2, 3])
         left_in_node -= 1
+        def role(b: str) -> str:
+            return roles.get(b, "temporary")
+
         reads = rng.sample(pool, rng.choice([1, 2]))
-        ops = [operand(b, size[b], read=True, written=False, kind=k) for b, k in reads]
-        out_b, out_k = rng.choice([p for p in pool if p[1] != "global"])
+        ops = [operand(b, size[b], read=True, written=False, kind=k, role=role(b))
+               for b, k in reads]  # fmt: skip
+        out_b, out_k = rng.choice(writable)
         in_place = out_b in {b for b, _ in reads}
         if in_place:
-            ops = [operand(b, size[b], read=True, written=(b == out_b), kind=k) for b, k in reads]
+            ops = [operand(b, size[b], read=True, written=(b == out_b), kind=k, role=role(b))
+                   for b, k in reads]  # fmt: skip
         else:
-            ops.append(operand(out_b, size[out_b], read=False, written=True, kind=out_k))
+            ops.append(operand(out_b, size[out_b], read=False, written=True, kind=out_k,
+                               role=role(out_b)))  # fmt: skip
         trip = rng.choice([1, 1, 1, 3])
         nests.append(nest(i, tuple(ops), trip_count=trip,
                           node="" if rng.random() < 0.15 else f"op{node_id}"))
     t_cpu = {m.id: rng.uniform(1e-6, 80e-6) for m in nests}
     t_pim = {m.id: rng.uniform(0.5e-6, 80e-6) for m in nests}
-    return PimInstance(tuple(nests), t_cpu, spec, t_pim=t_pim)
+    cache = cache or rng.choice(["warm", "cold"])
+    return PimInstance(tuple(nests), t_cpu, spec, t_pim=t_pim, cache=cache)
 
 
 # --- basic-block granularity -------------------------------------------------------------
@@ -260,7 +393,7 @@ class BlockOracle:
             self.nests.append((n, [ids[k] for k in keys], {ids[k]: dyn[k] / total for k in keys},
                                ids[memory[0]], [(ids[k], d) for k, d in trace]))
 
-    def cost(self, y: dict[str, bool], copy: str) -> float:
+    def cost(self, y: dict[str, bool], copy: str, resident: frozenset[str] | None = None) -> float:
         inst, spec = self.instance, self.instance.spec
         total = 0.0
         moved_in = moved_out = 0.0
@@ -278,25 +411,22 @@ class BlockOracle:
         path = [False, *(y[ids[0]] for _n, ids, _s, _b, _t in self.nests), False]
         switches += sum(a != b for a, b in itertools.pairwise(path))
         total += switches * spec.t_sw
-        total += moved_in / spec.read_bandwidth + moved_out / spec.writeback_bandwidth
+        to_pim, to_host = bandwidths(spec, copy)
+        total += moved_in / to_pim + moved_out / to_host
         body = [y[b] for _n, _ids, _s, b, _t in self.nests]
-        if copy == "upper_bound":
-            for n, p in zip(inst.nests, body, strict=True):
-                if p:
-                    total += n.fetch_bytes / spec.read_bandwidth
-                    total += n.flush_bytes / spec.writeback_bandwidth
-            return total
-        fetch, flush = _lazy_copy_bytes(inst.nests, body)
-        return total + fetch / spec.read_bandwidth + flush / spec.writeback_bandwidth
+        return total + copy_seconds(inst, body, copy, resident)
 
     def brute_force(self, copy: str) -> tuple[float, dict[str, bool]]:
-        """Minimum Eq. 9 over every block placement (a nest's body blocks decide together)."""
+        """Minimum Eq. 9 over every block placement (a nest's body blocks decide together)
+        and, partitioned, every set of resident weights the banks hold."""
+        residents = resident_sets(self.instance) if copy == "partitioned" else [None]
         best: tuple[float, dict[str, bool]] = (math.inf, {})
         for choice in itertools.product((False, True), repeat=len(self.units)):
             y = {b: c for unit, c in zip(self.units, choice, strict=True) for b in unit}
-            cost = self.cost(y, copy)
-            if cost < best[0]:
-                best = (cost, y)
+            for resident in residents:
+                cost = self.cost(y, copy, resident)
+                if cost < best[0]:
+                    best = (cost, y)
         return best
 
 

@@ -24,6 +24,7 @@ from placement.cli.common import (
     warn,
 )
 from placement.cli.solve import SOLVER_CHOICES
+from placement.devices.pim import COPY_CHOICES
 from placement.errors import PlacementError
 from placement.tables import for_terminal
 
@@ -107,9 +108,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pim = p.add_argument_group("PIM model (--target pim)")
     pim.add_argument(
         "--copy",
-        choices=["upper_bound", "exact"],
+        choices=COPY_CHOICES,
         default=None,
-        help="copy accounting (default upper_bound, the paper's Eq. 8)",
+        help="PIM copy accounting: auto (default) = the hardware's memory architecture"
+        " (shared or partitioned; upper_bound where it states none), upper_bound = the"
+        " paper's Eq. 8, exact = residency within PIM segments, shared, partitioned",
     )
     pim.add_argument(
         "--granularity",
@@ -145,7 +148,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--solver",
         choices=list(SOLVER_CHOICES),
         default="auto",
-        help="CIM solver, as for 'placement solve' (default auto; PIM always uses HiGHS)",
+        help="solver, as for 'placement solve' (default auto; PIM: a MIP backend, auto ="
+        " HiGHS)",
     )
     ex = p.add_argument_group("execution")
     ex.add_argument(
@@ -216,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         rel_gap=args.gap,
         threads=args.solver_threads,
-        copy=args.copy or "upper_bound",
+        copy=args.copy or "auto",
         granularity=args.granularity or "loop",
         formulation=args.formulation,
         solver=args.solver,

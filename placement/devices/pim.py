@@ -39,6 +39,24 @@
   average less than ``I_min`` per innermost iteration -- loop bookkeeping is
   not counted -- is charged ``I_min``), ``t_pim >= t_pim_min`` always.
 
+  The physical floor. For every nest and spec, on ``c = min(N_core, N_iter)`` cores,
+  ``t_pim`` is at least each of the device's two limits:
+
+  - bytes over bandwidth: ``trip_count * sum(operand bytes x (read + written)) /
+    (c * B_bank)`` -- every distinct byte a nest reads or writes crosses some core's bank
+    port at least once per invocation, and ``c`` cores have ``c * B_bank`` of it;
+  - instructions over issue rate: ``instructions(nest) / (c * f_pim * issue_width)`` --
+    the cost table's count (``I * N_total * trip_count``) at the issue rate of the cores
+    used.
+
+  Both hold with ``N_core`` in place of ``c`` too (``c <= N_core``). The memory term *is*
+  the first limit; the compute term is at least the second because the busiest core runs
+  ``ceil(N_iter / c) >= N_iter / c`` parallel iterations (an integer ceiling, exact for any
+  size). Synchronization only adds. So ``t_pim >= max(both limits)``, up to floating-point
+  rounding (a few units in the last place); ``tests/devices/test_devices_pim_floor.py``
+  checks it on random nests for every preset. Measured or simulated PIM times
+  (``--pim-times``) replace this model and are not bound by it.
+
   Closed form of the crossover. Write ``W`` for a nest's single-core time per
   invocation (compute + memory on one core; both shrink as ``1/c`` while ``c`` divides
   ``N_iter``). Then ``T(c) = W / c + c * t_sync`` and, for ``N_iter >= 2c``,
@@ -51,7 +69,11 @@
   lowered layernorm and ew_add workloads.
 * :func:`t_copy` -- Eq. 8 over a set of nests: ``fetch / B_rd + flush / B_wb``,
   each nest charged its whole read and write sets per invocation (the paper's
-  upper bound; the exact accounting lives in ``placement.models.pim_loopnest.build``).
+  upper bound). The other copy accountings (:data:`COPY_MODES`: ``exact`` residency,
+  the ``shared`` and ``partitioned`` memory architectures) depend on the placement as a
+  whole and live in :mod:`placement.models.pim_loopnest.copy_terms`;
+  :func:`resolve_copy` says which one a spec's memory architecture implies and
+  :func:`copy_bandwidths` at which bandwidths data moves under each.
 * :func:`hybrid_time` -- Eq. 9; :func:`speedup` over CPU-only execution.
 
 Work over all invocations: ``N_total`` counts innermost iterations of one
@@ -69,8 +91,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from placement.errors import PlacementError
-from placement.hardware.pim import PimSpec
+from placement.hardware.pim import PARTITIONED, SHARED, PimSpec
 from placement.nests import LoopNest
+
+# Copy accountings (module docstring). "auto" resolves to the spec's memory architecture.
+UPPER_BOUND = "upper_bound"
+EXACT_COPY = "exact"
+SHARED_COPY = SHARED
+PARTITIONED_COPY = PARTITIONED
+AUTO_COPY = "auto"
+COPY_MODES = (UPPER_BOUND, EXACT_COPY, SHARED_COPY, PARTITIONED_COPY)
+COPY_CHOICES = (AUTO_COPY, *COPY_MODES)
+COPY_DESCRIPTIONS = {
+    UPPER_BOUND: "Eq. 8, the paper's upper bound: every PIM nest moves its read and write sets",
+    EXACT_COPY: "residency within PIM segments, every operand over B_rd / B_wb",
+    SHARED_COPY: "shared memory: host-dirty data written back before PIM touches it, data"
+    " PIM wrote re-read by the host",
+    PARTITIONED_COPY: "partitioned memory: operands over the host-PIM link with residency"
+    " within segments, weights resident in the banks from model load",
+}
 
 
 @dataclass(frozen=True)
@@ -89,13 +128,17 @@ class PimTime:
 
 @dataclass(frozen=True)
 class HybridTime:
-    """Eq. 9: T_hybrid(N) = T_host + T_pim(N) + T_copy + N_region * T_sw."""
+    """Eq. 9: T_hybrid(N) = T_host + T_pim(N) + T_copy + N_region * T_sw.
+
+    ``load``: a one-time cost at model load, not per inference and not in ``total``
+    (partitioned memory: the weights placed in the banks)."""
 
     host: float
     pim: float
     copy: float
     n_region: int
     t_sw: float
+    load: float = 0.0
 
     @property
     def switch(self) -> float:
@@ -113,6 +156,7 @@ class HybridTime:
             "copy": self.copy,
             "n_region": self.n_region,
             "switch": self.switch,
+            "load_once": self.load,
         }
 
 
@@ -156,7 +200,9 @@ def t_pim_breakdown(
     *,
     instr_per_iter: float | None = None,
 ) -> PimTime:
-    """Analytical PIM time of ``nest`` (see the module docstring)."""
+    """Analytical PIM time of ``nest`` (see the module docstring): never below the device's
+    physical floor, bytes over the used cores' bank bandwidth and instructions over their
+    issue rate."""
     cores = check_cores(spec.cores if n_cores is None else n_cores)
     ipi = instructions_per_iteration(nest, spec) if instr_per_iter is None else instr_per_iter
     if not (math.isfinite(ipi) and ipi >= spec.i_min):
@@ -168,7 +214,7 @@ def t_pim_breakdown(
         return PimTime(0.0, 0.0, 0.0, 0)  # an empty nest does nothing anywhere
     used = min(cores, nest.n_iter)
     inner = nest.n_total / nest.n_iter  # innermost iterations per parallel iteration
-    per_core_iters = math.ceil(nest.n_iter / used) * inner
+    per_core_iters = -(-nest.n_iter // used) * inner  # ceil, exact for any int size
     compute = per_core_iters * ipi / (spec.clock * spec.issue_width)
     touched = sum(op.nbytes * (int(op.read) + int(op.written)) for op in nest.operands)
     memory = touched / (used * spec.bank_bandwidth_per_core)
@@ -207,6 +253,44 @@ def t_copy(nests: Iterable[LoopNest], spec: PimSpec) -> float:
     fetch = sum(n.fetch_bytes for n in nests)
     flush = sum(n.flush_bytes for n in nests)
     return fetch / spec.read_bandwidth + flush / spec.writeback_bandwidth
+
+
+def resolve_copy(copy: str, spec: PimSpec) -> str:
+    """The copy accounting ``copy`` names: ``auto`` is the spec's memory architecture
+    (``upper_bound`` when the spec does not state one). An accounting the spec cannot
+    price (``shared`` without the host's cache size, ``partitioned`` without the link)
+    is a one-line error."""
+    if copy not in COPY_CHOICES:
+        raise PlacementError(
+            f"unknown copy accounting {copy!r}; known: {', '.join(COPY_CHOICES)}"
+        )
+    if copy == AUTO_COPY:
+        return spec.memory or UPPER_BOUND
+    if copy == SHARED_COPY and spec.host_cache is None:
+        raise PlacementError(
+            "--copy shared needs the host's cache size ('pim.host_cache_mib'), which this"
+            " PIM hardware does not give"
+        )
+    if copy == PARTITIONED_COPY and (
+        spec.link_to_pim_bandwidth is None or spec.link_to_host_bandwidth is None
+    ):
+        raise PlacementError(
+            "--copy partitioned needs the host-PIM link bandwidths ('pim.link_to_pim_gbps',"
+            " 'pim.link_to_host_gbps'), which this PIM hardware does not give"
+        )
+    return copy
+
+
+def copy_bandwidths(spec: PimSpec, copy: str) -> tuple[float, float]:
+    """(to PIM, to the host) in B/s under accounting ``copy``: the link for
+    ``partitioned``; otherwise Eq. 8's ``B_rd`` and ``B_wb``, the host memory system's
+    bandwidth (Section 5.1), which is what a write-back and a re-read run at on a shared
+    device."""
+    if copy == PARTITIONED_COPY:
+        assert spec.link_to_pim_bandwidth is not None  # resolve_copy checked it
+        assert spec.link_to_host_bandwidth is not None
+        return spec.link_to_pim_bandwidth, spec.link_to_host_bandwidth
+    return spec.read_bandwidth, spec.writeback_bandwidth
 
 
 def hybrid_time(

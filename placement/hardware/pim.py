@@ -28,8 +28,9 @@ Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
 
   - ``bank_gbps_per_core`` = 8 GB/s of bank bandwidth per core: 1 TB/s aggregate at
     128 cores, the "terabyte-per-second scale" Section 5.1 reports for real systems
-    (its reference [23] is garbled in the text; the PrIM study of UPMEM reports
-    ~0.63 GB/s per DPU x 2,556 DPUs ~ 1.6 TB/s, the same scale);
+    (its reference [23] is garbled in the text; the PrIM study of UPMEM measures
+    628.23 MB/s of MRAM read bandwidth per DPU on its 2,556-DPU system, 1.6 TB/s in all:
+    the same scale; slides 12 and 30 of its authors' slides, cited in ``pim-upmem.toml``);
   - ``t_sync_ns_per_core`` = 100 ns of synchronization and result aggregation per
     participating core and invocation: one serialized, dependent DRAM-latency access
     per core (a centralized barrier counter, or the host collecting each core's
@@ -42,6 +43,20 @@ Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
     closed form is in :mod:`placement.devices.pim`. Until this version the default
     was 10 ns, which moves the crossover to 82 us: too little for layernorm's nests at
     the benchmark set's sizes (0.2-0.4 ms each at 64 x 1024) to slow down.
+
+* The memory architecture (``memory``): how the host and the PIM cores reach memory,
+  which decides what the default copy accounting charges
+  (:mod:`placement.models.pim_loopnest.copy_terms`):
+
+  - ``shared``: host and PIM address the same DRAM (the paper's Section 2 devices:
+    HBM-PIM, GDDR6-AiM, LPDDR5X-PIM). Needs ``host_cache_mib``, the most the host's
+    caches can hold dirty of one buffer (pim-icelake: one core's L1d and L2 and the
+    socket's L3 of Table 2, 43.3 MiB). Write-backs and re-reads run at ``B_wb``/``B_rd``.
+  - ``partitioned``: each PIM core reaches only its own bank (UPMEM). Needs the link
+    bandwidths ``link_to_pim_gbps`` and ``link_to_host_gbps``; ``bank_mib_per_core``
+    (optional) bounds the weights kept in the banks.
+  - absent (files written before the key): no architecture stated; the default copy
+    accounting is then Eq. 8, the paper's upper bound.
 
 * T_pim instruction cost table (:meth:`PimSpec.op_instructions`). A nest measured from
   the MLIR (``LoopNest.body_ops``) costs, per executed op:
@@ -70,7 +85,11 @@ Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
   division, so tanh/erf cost at least this much). 20 is an assumption, not a measured
   or published figure. Cores without an FPU emulate float ops in software at tens to
   hundreds of instructions each: the ``pim-upmem`` preset prices them from the PrIM
-  study's measured throughputs. Nests without ``body_ops`` (hand-built, profiles
+  study's measured throughputs. A SIMD core counts an instruction per lane: the
+  ``pim-hbm`` preset (Samsung HBM-PIM, an FP16 add/multiply/MAC unit) sets
+  ``issue_width`` to its 16 lanes, and prices the ops its ISA lacks (division,
+  transcendentals) so high that nests using them stay on the host. Every preset states
+  the sources of its constants beside each key. Nests without ``body_ops`` (hand-built, profiles
   written before the field) are charged ``instr_per_iter`` = 4 instructions per
   innermost iteration (load, op, store, loop; assumption) instead. Loop and index
   bookkeeping is not in ``body_ops`` and not charged.
@@ -118,12 +137,33 @@ PIM_KEYS: dict[str, tuple[str, float, bool]] = {
     "div_instr": ("div_instr", 1.0, False),
     "fdiv_instr": ("fdiv_instr", 1.0, False),
     "transcendental_instr": ("transcendental_instr", 1.0, False),
+    "host_cache_mib": ("host_cache", 2.0**20, False),
+    "link_to_pim_gbps": ("link_to_pim_bandwidth", 1e9, False),
+    "link_to_host_gbps": ("link_to_host_bandwidth", 1e9, False),
+    "bank_mib_per_core": ("bank_capacity_per_core", 2.0**20, False),
 }
-# Keys added after files existed: a file may leave them out (PimSpec defaults apply;
-# the float costs then follow op_instr / div_instr, see the module docstring).
-_OPTIONAL_KEYS = frozenset(
-    {"op_instr", "fadd_instr", "fmul_instr", "div_instr", "fdiv_instr", "transcendental_instr"}
+#: ``memory``: how the host and the PIM cores reach memory (module docstring).
+SHARED = "shared"
+PARTITIONED = "partitioned"
+MEMORY_ARCHITECTURES = (SHARED, PARTITIONED)
+# The memory architecture's keys: each needed by one architecture, unset (None) otherwise.
+_MEMORY_KEYS = frozenset(
+    {"host_cache_mib", "link_to_pim_gbps", "link_to_host_gbps", "bank_mib_per_core"}
 )
+_NEEDED_BY = {
+    SHARED: ("host_cache_mib",),
+    PARTITIONED: ("link_to_pim_gbps", "link_to_host_gbps"),
+}
+# Keys a file may leave out: the cost-table keys added after files existed (PimSpec
+# defaults apply; the float costs then follow op_instr / div_instr, see the module
+# docstring), and the memory architecture's (checked against ``memory`` instead).
+_OPTIONAL_KEYS = (
+    frozenset(
+        {"op_instr", "fadd_instr", "fmul_instr", "div_instr", "fdiv_instr",
+         "transcendental_instr"}
+    )
+    | _MEMORY_KEYS
+)  # fmt: skip
 # Cost-table fields that, left unset (None), cost what another field costs.
 _FOLLOWS = {"fadd_instr": "op_instr", "fmul_instr": "op_instr", "fdiv_instr": "div_instr"}
 
@@ -180,17 +220,27 @@ class PimSpec:
     div_instr: float = 4.0  # T_pim cost table: instructions per integer division / remainder
     fdiv_instr: float | None = None  # per float division / remainder; None: div_instr
     transcendental_instr: float = 20.0  # T_pim cost table: per math.exp/tanh/erf/log/sqrt/...
+    # The memory architecture (module docstring): "shared" or "partitioned"; None = not
+    # stated (a file without the key: Eq. 8 is then the default copy accounting).
+    memory: str | None = SHARED
+    host_cache: float | None = 43.3 * 2**20  # shared: bytes the host's caches can hold dirty
+    link_to_pim_bandwidth: float | None = None  # partitioned: host -> PIM banks, B/s
+    link_to_host_bandwidth: float | None = None  # partitioned: PIM banks -> host, B/s
+    bank_capacity_per_core: float | None = None  # partitioned: bytes per PIM core's bank
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
+            if field.name == "memory":
+                continue
             key = _FIELD_KEY[field.name]
             _, scale, integral = PIM_KEYS[key]
             value = getattr(self, field.name)
-            if value is None and field.name in _FOLLOWS:
+            if value is None and (field.name in _FOLLOWS or key in _MEMORY_KEYS):
                 continue
             shown = value / scale if scale != 1.0 and isinstance(value, (int, float)) else value
             check_file_value(value, f"pim.{key}", integral, "PimSpec", shown)
         _check_relations(self, "PimSpec")
+        _check_memory(self, "PimSpec")
 
     @property
     def theta(self) -> float:
@@ -226,13 +276,35 @@ class PimSpec:
         """The same machine with ``cores`` PIM cores (the paper sweeps 32, 64, 128)."""
         return dataclasses.replace(self, cores=cores)
 
-    def to_file_units(self) -> dict[str, float | int]:
-        """The spec as a file gives it; an unset float cost (None) is left out."""
-        return {
+    def to_file_units(self) -> dict[str, float | int | str]:
+        """The spec as a file gives it; an unset value (None) is left out."""
+        values: dict[str, float | int | str] = {
             key: (getattr(self, field) if integral else getattr(self, field) / scale)
             for key, (field, scale, integral) in PIM_KEYS.items()
             if getattr(self, field) is not None
         }
+        if self.memory is not None:
+            values["memory"] = self.memory
+        return values
+
+    def memory_text(self) -> str:
+        """The memory architecture in words, with the values its accounting uses."""
+        if self.memory == SHARED:
+            assert self.host_cache is not None  # _check_memory guarantees it
+            return f"shared (host caches {self.host_cache / 2**20:g} MiB)"
+        if self.memory == PARTITIONED:
+            assert self.link_to_pim_bandwidth is not None
+            assert self.link_to_host_bandwidth is not None
+            bank = (
+                ""
+                if self.bank_capacity_per_core is None
+                else f", {self.bank_capacity_per_core / 2**20:g} MiB per core's bank"
+            )
+            return (
+                f"partitioned (link {self.link_to_pim_bandwidth / 1e9:g} GB/s to PIM,"
+                f" {self.link_to_host_bandwidth / 1e9:g} GB/s back{bank})"
+            )
+        return "not stated"
 
 
 @dataclass(frozen=True)
@@ -252,7 +324,7 @@ class PimHardware:
             f" sigma {p.sigma:g}, B_rd {p.read_bandwidth / 1e9:g} GB/s,"
             f" B_wb {p.writeback_bandwidth / 1e9:g} GB/s; T_pim model: bank"
             f" {p.bank_bandwidth_per_core / 1e9:g} GB/s/core, sync"
-            f" {p.t_sync_per_core * 1e9:g} ns/core"
+            f" {p.t_sync_per_core * 1e9:g} ns/core; memory: {p.memory_text()}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -297,11 +369,48 @@ def pim_spec_from_table(table: Mapping[str, Any], source: str) -> PimSpec:
     unknown, missing or invalid key raises a one-line PlacementError starting with
     ``source`` (a file path, or whatever names where the table came from).
     """
-    fields = spec_fields(dict(table), PIM_KEYS, source, "pim", _OPTIONAL_KEYS)
+    table = dict(table)
+    memory = table.pop("memory", None)
+    if memory is not None and memory not in MEMORY_ARCHITECTURES:
+        raise PlacementError(
+            f"{source}: 'pim.memory' must be one of {', '.join(MEMORY_ARCHITECTURES)}"
+            f" (how the host and the PIM cores reach memory), got {memory!r}"
+        )
+    fields = spec_fields(table, PIM_KEYS, source, "pim", _OPTIONAL_KEYS)
+    for key in _MEMORY_KEYS:  # absent: unset, not the dataclass default
+        fields.setdefault(PIM_KEYS[key][0], None)
     try:
-        return PimSpec(**fields)
+        return PimSpec(**fields, memory=memory)
     except PlacementError as exc:  # relations between keys: name the file, not PimSpec
         raise PlacementError(str(exc).replace("PimSpec", source, 1)) from None
+
+
+def _check_memory(spec: PimSpec, source: str) -> None:
+    """The keys the memory architecture needs are given, the other architecture's are not."""
+    if spec.memory is not None and spec.memory not in MEMORY_ARCHITECTURES:
+        raise PlacementError(
+            f"{source}: 'pim.memory' must be one of {', '.join(MEMORY_ARCHITECTURES)},"
+            f" got {spec.memory!r}"
+        )
+    needed = _NEEDED_BY.get(spec.memory or "", ())
+    for key in needed:
+        if getattr(spec, PIM_KEYS[key][0]) is None:
+            what = {
+                "host_cache_mib": "the host's cache size, which bounds the dirty data written"
+                " back before a PIM segment",
+                "link_to_pim_gbps": "the host-to-PIM link bandwidth operands cross",
+                "link_to_host_gbps": "the PIM-to-host link bandwidth results cross",
+            }[key]
+            raise PlacementError(
+                f"{source}: 'pim.memory = \"{spec.memory}\"' needs 'pim.{key}' ({what})"
+            )
+    allowed = set(_NEEDED_BY.get(spec.memory or "", ()))
+    if spec.memory == PARTITIONED:
+        allowed.add("bank_mib_per_core")
+    for key in sorted(_MEMORY_KEYS - allowed):
+        if getattr(spec, PIM_KEYS[key][0]) is not None:
+            kind = f"'pim.memory = \"{spec.memory}\"'" if spec.memory else "no 'pim.memory'"
+            raise PlacementError(f"{source}: 'pim.{key}' does not apply with {kind}")
 
 
 def _check_relations(spec: PimSpec, source: str) -> None:

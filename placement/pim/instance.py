@@ -43,7 +43,13 @@ class PimInstance:
     basic-block granularity only. ``counter_seconds``: optional, per nest, the time of the
     program its counters were counted on (rule C3's denominator,
     :attr:`placement.profiling.nest_profile.NestProfile.counter_seconds`); ``t_cpu`` where
-    absent.
+    absent. ``cache``: the cache state the host times were measured in (``warm`` or
+    ``cold``); the shared-memory copy accounting reads it (a model input the host just
+    wrote is dirty in its caches when warm, written back when cold).
+    ``host_dram_bandwidth``: ``B_cpu`` measured on the host that profiled the nests
+    (:attr:`placement.profiling.nest_profile.NestProfile.host_dram_bandwidth`), B/s; rule
+    C3's ``theta = spec.theta_ratio x B_cpu`` (:attr:`theta`) uses it, or the spec's
+    ``host_dram_bandwidth`` when it is None.
     """
 
     nests: tuple[LoopNest, ...]
@@ -55,8 +61,18 @@ class PimInstance:
     measured: PimTimes | None = None
     blocks: Mapping[str, Loop] | None = None
     counter_seconds: Mapping[str, float] | None = None
+    cache: str = "warm"
+    host_dram_bandwidth: float | None = None
 
     def __post_init__(self) -> None:
+        if self.cache not in ("warm", "cold"):
+            raise PlacementError(f"cache state must be 'warm' or 'cold', got {self.cache!r}")
+        b_cpu = self.host_dram_bandwidth
+        if b_cpu is not None and not (
+            isinstance(b_cpu, (int, float)) and not isinstance(b_cpu, bool)
+            and math.isfinite(b_cpu) and b_cpu > 0
+        ):  # fmt: skip
+            raise PlacementError(f"B_cpu must be a bandwidth > 0 B/s, got {b_cpu!r}")
         object.__setattr__(self, "nests", tuple(self.nests))
         cores = self.spec.cores if self.n_cores is None else self.n_cores
         object.__setattr__(self, "n_cores", check_cores(cores))
@@ -85,6 +101,7 @@ class PimInstance:
         if self.measured is not None:
             self.measured.check_nests(n.id for n in self.nests)
             self.measured.check_cores([self.n_cores])
+            self.measured.check_memory(self.spec.memory)
         if self.counters is not None:
             unknown = [k for k in self.counters if k not in seen]
             if unknown:
@@ -96,6 +113,22 @@ class PimInstance:
             missing = [n.id for n in self.nests if n.id not in self.blocks]
             if missing:
                 raise PlacementError(f"nest {missing[0]!r} has no basic blocks")
+
+    @property
+    def b_cpu_measured(self) -> bool:
+        """``B_cpu`` comes from the profiling host, not from the hardware description."""
+        return self.host_dram_bandwidth is not None
+
+    @property
+    def b_cpu(self) -> float:
+        """``B_cpu`` (B/s) that rule C3's theta scales: measured, else the spec's."""
+        measured = self.host_dram_bandwidth
+        return self.spec.host_dram_bandwidth if measured is None else measured
+
+    @property
+    def theta(self) -> float:
+        """Rule C3's threshold, B/s: ``theta_ratio x B_cpu`` (Section 4.4's ratio)."""
+        return self.spec.theta_ratio * self.b_cpu
 
     @cached_property
     def pim_times(self) -> dict[str, float]:
@@ -178,10 +211,12 @@ def build_instance(
     (:mod:`placement.pim.times`) replace the analytical T_pim of the nests they name;
     ``blocks`` (:func:`~placement.profiling.nest_measure.profile_loops`) for basic-block
     granularity. Rule C3 divides the counted traffic by the counted program's time
-    (:attr:`~placement.profiling.nest_profile.NestProfile.counter_seconds`)."""
+    (:attr:`~placement.profiling.nest_profile.NestProfile.counter_seconds`) and compares
+    it with ``theta_ratio x`` the profile's measured ``B_cpu`` where it has one."""
     spec = hardware.pim if isinstance(hardware, PimHardware) else hardware
     return PimInstance(
         nests=tuple(profile.nests), t_cpu=profile.t_cpu, spec=spec, n_cores=cores,
         counters=profile.counters, measured=pim_times, blocks=blocks,
         counter_seconds=profile.counter_seconds if profile.counters else None,
+        cache=profile.cache, host_dram_bandwidth=profile.host_dram_bandwidth,
     )  # fmt: skip

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 import pyomo.environ as pyo
 
-from placement.devices.pim import HybridTime, speedup
+from placement.devices.pim import AUTO_COPY, HybridTime, resolve_copy, speedup
 from placement.errors import PlacementError
 from placement.models.common import solve_in_seconds
 from placement.models.pim_loopnest.basic_blocks import block_decisions
@@ -34,6 +34,7 @@ from placement.models.pim_loopnest.build import (
     check_mode,
     extract_decisions,
 )
+from placement.models.pim_loopnest.copy_terms import chosen_residents
 from placement.pim.instance import PimInstance
 from placement.pim.rules import RuleDecision, rule_placement
 from placement.pim.verifier import (
@@ -42,7 +43,7 @@ from placement.pim.verifier import (
     evaluate_placement,
     verify_pim,
 )
-from placement.solvers.base import SolveOptions, SolveResult, SolveStatus
+from placement.solvers.base import DEFAULT_REL_GAP, SolveOptions, SolveResult, SolveStatus
 from placement.solvers.registry import get_backend
 
 
@@ -56,6 +57,9 @@ class PimPlacement:
     hybrid: HybridTime | None  # recomputed by the verifier from the decisions
     verification: PimVerification | None
     on_block: dict[str, bool] | None = None  # basic-block granularity: block id -> PIM
+    # partitioned copy with banks too small for every weight: the weights the optimum
+    # keeps there (None: every weight that fits, or another accounting)
+    resident: frozenset[str] | None = None
 
     @property
     def split_nests(self) -> list[str]:
@@ -83,6 +87,7 @@ class PimPlacement:
         s = self.speedup
         return {
             "copy": self.copy,
+            "memory": self.instance.spec.memory,
             "granularity": self.granularity,
             "n_cores": self.instance.n_cores,
             "nests": len(self.instance.nests),
@@ -94,6 +99,7 @@ class PimPlacement:
             if self.on_pim is None
             else {k: ("pim" if v else "host") for k, v in self.on_pim.items()},
             "verification": None if self.verification is None else self.verification.to_json(),
+            "resident": None if self.resident is None else sorted(self.resident),
         } | self._block_json()
 
     def _block_json(self) -> dict[str, Any]:
@@ -114,25 +120,30 @@ class PimPlacement:
 def solve(
     instance: PimInstance,
     *,
-    copy: str = "upper_bound",
-    granularity: str = "loop",
+    copy: str | None = None,
+    granularity: str | None = None,
     model: pyo.ConcreteModel | None = None,
     solver: str = "highs",
     time_limit: float | None = None,
-    rel_gap: float = 1e-6,
+    rel_gap: float = DEFAULT_REL_GAP,
     threads: int | None = None,
     tee: bool | list[TextIO] = False,
 ) -> PimPlacement:
     """Minimum-Eq.-9 placement of ``instance`` (best found under a time limit), verified.
 
-    ``model`` may be a model from ``build_model`` with the same options that the caller
-    extended; the verifier checks Eq. 9 of the returned decisions. ``solver``: any MIP
-    backend of ``placement.solvers.registry`` ("highs", "scip", "cbc", "gurobi").
+    ``copy``: the copy accounting (default ``auto``: the hardware's memory architecture,
+    :func:`placement.devices.pim.resolve_copy`); ``granularity``: loop (default),
+    operator or basic-block. ``model`` may be a model from ``build_model`` that the
+    caller extended: it is solved as built, and a ``copy`` or ``granularity`` that
+    contradicts how it was built is an error. The verifier checks Eq. 9 of the returned
+    decisions. ``solver``: any MIP backend of ``placement.solvers.registry`` ("highs",
+    "scip", "cbc", "gurobi").
     """
-    if model is not None:  # a caller's model: verify it under the options it was built with
-        copy = getattr(model, "copy_mode", copy)
-        granularity = getattr(model, "granularity", granularity)
-    check_mode(copy, granularity)
+    if model is not None:
+        copy, granularity = _model_options(model, instance, copy, granularity)
+    check_mode(copy or AUTO_COPY, granularity or "loop")
+    copy = resolve_copy(copy or AUTO_COPY, instance.spec)
+    granularity = granularity or "loop"
     options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads, tee=tee)
     options.check()
     backend = get_backend(solver, mip=True)
@@ -149,12 +160,15 @@ def solve(
     on_pim = extract_decisions(model)
     on_block = block_decisions(model) if granularity == BASIC_BLOCK else None
     decided = on_pim if on_block is None else on_block  # what the verifier checks
+    resident = chosen_residents(model)
     assert result.objective is not None
     claimed = result.objective
     if result.status == SolveStatus.TIME_LIMIT:
         # An incumbent's continuous switch/copy variables may sit above their minimum;
         # the decisions' own Eq. 9 is then what it achieves.
-        check = verify_pim(instance, decided, copy=copy, granularity=granularity)
+        check = verify_pim(
+            instance, decided, copy=copy, granularity=granularity, resident=resident
+        )
         if check.recomputed is not None and check.recomputed.total < claimed:
             claimed = check.recomputed.total
             result = dataclasses.replace(
@@ -163,13 +177,39 @@ def solve(
                 message=f"{result.message}; incumbent lowered to its decisions' Eq. 9".lstrip("; "),
             )
     verification = verify_pim(
-        instance, decided, copy=copy, granularity=granularity, claimed=claimed
-    )
+        instance, decided, copy=copy, granularity=granularity, claimed=claimed,
+        resident=resident,
+    )  # fmt: skip
     verification.raise_if_failed()
     return PimPlacement(
         instance, copy, granularity, result, on_pim, verification.recomputed, verification,
-        on_block,
+        on_block, resident,
     )  # fmt: skip
+
+
+def _model_options(
+    model: pyo.ConcreteModel, instance: PimInstance, copy: str | None, granularity: str | None
+) -> tuple[str, str]:
+    """The copy accounting and granularity ``model`` was built with; asked-for values that
+    contradict them are an error (the model is solved as built)."""
+    built_copy = getattr(model, "copy_mode", None)
+    built_granularity = getattr(model, "granularity", None)
+    if built_copy is None or built_granularity is None:
+        raise PlacementError(
+            "the model was not built by placement.pim.build_model (no copy_mode or"
+            " granularity): build it with pim.build_model(instance, ...) and extend that"
+        )
+    if copy is not None and resolve_copy(copy, instance.spec) != built_copy:
+        raise PlacementError(
+            f"copy={copy!r} contradicts the model, built with copy accounting"
+            f" {built_copy!r}: leave copy out to solve the model as built"
+        )
+    if granularity is not None and granularity != built_granularity:
+        raise PlacementError(
+            f"granularity={granularity!r} contradicts the model, built at"
+            f" {built_granularity!r} granularity: leave it out to solve the model as built"
+        )
+    return built_copy, built_granularity
 
 
 @dataclass
@@ -201,13 +241,13 @@ class CoreResult:
 def solve_for_cores(
     instance: PimInstance,
     cores: Sequence[int],
-    copy: str = "upper_bound",
+    copy: str = AUTO_COPY,
     granularity: str = "loop",
     allow_estimates: bool = False,
     *,
     solver: str = "highs",
     time_limit: float | None = None,
-    rel_gap: float = 1e-6,
+    rel_gap: float = DEFAULT_REL_GAP,
     threads: int | None = None,
     tee: bool | list[TextIO] = False,
     progress: Callable[[int], None] | None = None,
@@ -221,6 +261,7 @@ def solve_for_cores(
     instance needs its basic blocks).
     """
     check_mode(copy, granularity)
+    copy = resolve_copy(copy, instance.spec)
     if not cores:
         raise PlacementError("no PIM core counts given")
     out: list[CoreResult] = []

@@ -17,8 +17,11 @@ Formats (nest ids as ``placement nests MODEL`` lists them):
       n005,64,7.1e-06
 
 * JSON: ``{"n005": {"32": 1.25e-05, "64": 7.1e-06}, ...}``, or wrapped with a free-text
-  description of where the times come from, shown beside every result:
-  ``{"source": "PIMProf/Sniper, 1 GHz in-order cores", "pim_times": {...}}``.
+  description of where the times come from, shown beside every result, and optionally
+  the memory architecture of the device they were measured or simulated on (``shared``
+  or ``partitioned``; a file for another architecture than the hardware's is refused):
+  ``{"source": "PIMProf/Sniper, 1 GHz in-order cores", "memory": "shared",
+  "pim_times": {...}}``.
 
 Rules: every time is a finite number >= 0; core counts are positive whole numbers; a nest
 and core count appear once. A nest the file names must have a time for every core count
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
+from placement.hardware.pim import MEMORY_ARCHITECTURES
 from placement.io import (
     check_known_nests,
     csv_records,
@@ -59,6 +63,15 @@ class PimTimes:
     path: str
     times: Mapping[str, Mapping[int, float]]
     source: str | None = None
+    memory: str | None = None  # the device's memory architecture, when the file says
+
+    def check_memory(self, memory: str | None) -> None:
+        """The file's times are for a device of the hardware's memory architecture."""
+        if self.memory is not None and memory is not None and self.memory != memory:
+            raise PlacementError(
+                f"{self.path}: its PIM times are for a {self.memory}-memory device, the PIM"
+                f" hardware is {memory}: use times of this device, or hardware of theirs"
+            )
 
     @property
     def label(self) -> str:
@@ -91,6 +104,7 @@ class PimTimes:
         return {
             "file": self.path,
             "source": self.source,
+            "memory": self.memory,
             "times": {
                 nid: {str(c): t for c, t in sorted(by.items())} for nid, by in self.times.items()
             },
@@ -103,10 +117,12 @@ def load_pim_times(path: str | Path) -> PimTimes:
     (:meth:`PimTimes.check_nests`)."""
     path = Path(path)
     text, is_json = read_table_file(path, KIND)
-    times, source = _parse_json(text, path) if is_json else (_parse_csv(text, path), None)
+    times, source, memory = (
+        _parse_json(text, path) if is_json else (_parse_csv(text, path), None, None)
+    )
     if not times:
         raise PlacementError(f"{path}: no PIM times in the file")
-    return PimTimes(str(path), times, source)
+    return PimTimes(str(path), times, source, memory)
 
 
 def _parse_csv(text: str, path: Path) -> dict[str, dict[int, float]]:
@@ -126,21 +142,30 @@ def _parse_csv(text: str, path: Path) -> dict[str, dict[int, float]]:
     return table
 
 
-def _parse_json(text: str, path: Path) -> tuple[dict[str, dict[int, float]], str | None]:
+def _parse_json(
+    text: str, path: Path
+) -> tuple[dict[str, dict[int, float]], str | None, str | None]:
     data = parse_json(text, path, "PIM times file", "time")
     expected = f"{path}: expected an object of nest id -> {{core count: seconds}}"
     if not isinstance(data, dict):
         raise PlacementError(expected)
-    source = None
+    source = memory = None
     if "pim_times" in data:
-        unknown = sorted(set(data) - {"pim_times", "source"})
+        unknown = sorted(set(data) - {"pim_times", "source", "memory"})
         if unknown:
             raise PlacementError(
-                f"{path}: unknown key {unknown[0]!r} (allowed beside 'pim_times': 'source')"
+                f"{path}: unknown key {unknown[0]!r} (allowed beside 'pim_times': 'source',"
+                " 'memory')"
             )
         source = data.get("source")
         if source is not None and not isinstance(source, str):
             raise PlacementError(f"{path}: 'source' must be a string, got {source!r}")
+        memory = data.get("memory")
+        if memory is not None and memory not in MEMORY_ARCHITECTURES:
+            raise PlacementError(
+                f"{path}: 'memory' must be one of {', '.join(MEMORY_ARCHITECTURES)}, got"
+                f" {memory!r}"
+            )
         data = data["pim_times"]
         if not isinstance(data, dict):
             raise PlacementError(expected)
@@ -160,7 +185,7 @@ def _parse_json(text: str, path: Path) -> tuple[dict[str, dict[int, float]], str
                 raise PlacementError(f"{path}: nest {nid!r} at {cores} cores appears twice")
             where = f"{path}: nest {nid!r}, {cores} cores"
             table[nid][cores] = nonnegative_value(value, where, TIME)
-    return table, source
+    return table, source, memory
 
 
 def _cores(text: Any, where: str) -> int:

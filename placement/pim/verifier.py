@@ -12,6 +12,7 @@ Definitions (shared with ``placement.models.pim_loopnest.build``, stated there i
 * ``N_region``: host<->PIM transitions in the sequence ``host, y_1 .. y_n,
   host`` -- execution starts and ends on the host, so every maximal PIM segment
   costs two transitions.
+* ``auto`` copy: the instance's memory architecture (``upper_bound`` when not stated).
 * ``upper_bound`` copy: Eq. 8, each PIM nest fetches its read set and flushes
   its write set per invocation.
 * ``exact`` copy: per maximal PIM segment, a buffer is fetched once if its first
@@ -21,6 +22,18 @@ Definitions (shared with ``placement.models.pim_loopnest.build``, stated there i
   "alloc"``) and is not written again. Fetches of a buffer that no nest inside
   an enclosing loop writes (no writer with ``trip_count > 1``) count once;
   otherwise per invocation of the reading nest. Flushes count per invocation.
+* ``partitioned`` copy: ``exact`` over the host-PIM link, except for the weights and
+  constants resident in the banks (never written, loaded once at model load: the
+  one-time ``load`` of the result). Which are resident is given (the optimum's choice)
+  or chosen here: all when the banks hold them, else by fetch time saved per byte.
+* ``shared`` copy: a walk with, per buffer, the side that wrote its value and whether
+  the other side has touched it since: that first touch pays ``min(bytes, host
+  cache)`` -- written back at ``B_wb`` before PIM touches host-written data, re-read at
+  ``B_rd`` when the host reads PIM-written data (and after the program, for a
+  non-temporary PIM wrote last); a host write alone moves nothing. Before the program
+  only a model input under a warm cache is host-written. For a buffer some nest inside
+  an enclosing loop writes, a move counts the smaller trip count of the writer and of
+  the nest that pays.
 * ``basic-block`` granularity (:func:`evaluate_blocks`): a decision per basic block
   (:mod:`placement.blocks`). Each block costs its share of its nest's ``T_cpu`` or PIM
   time; the copies above follow where each nest's body blocks run; transitions are
@@ -36,9 +49,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from placement.devices.pim import HybridTime
+from placement.devices.pim import (
+    EXACT_COPY,
+    SHARED_COPY,
+    UPPER_BOUND,
+    HybridTime,
+    copy_bandwidths,
+    resolve_copy,
+)
 from placement.errors import PlacementError, raise_violations
 from placement.models.pim_loopnest.build import BASIC_BLOCK, check_mode
+from placement.nests import CONSTANT, INPUT, WEIGHT
 from placement.pim.instance import PimInstance
 
 _ABS_SLACK = 1e-12  # seconds
@@ -64,50 +85,81 @@ class PimVerification:
 
 
 def evaluate_placement(
-    instance: PimInstance, on_pim: Mapping[str, bool], *, copy: str = "upper_bound"
+    instance: PimInstance,
+    on_pim: Mapping[str, bool],
+    *,
+    copy: str = "auto",
+    resident: Iterable[str] | None = None,
 ) -> HybridTime:
-    """Eq. 9 of the placement ``on_pim`` (nest id -> True for PIM), from the raw data."""
+    """Eq. 9 of the placement ``on_pim`` (nest id -> True for PIM), from the raw data.
+
+    ``resident``: partitioned copy only, the weights kept in the banks (default: chosen
+    here, see the module doc); more than the banks hold is an error."""
     check_mode(copy, "loop")
+    spec = instance.spec
+    copy = resolve_copy(copy, spec)
     nests = instance.nests
     missing = [n.id for n in nests if n.id not in on_pim]
     if missing:
         raise PlacementError(f"the placement has no decision for nest {missing[0]!r}")
     y = [bool(on_pim[n.id]) for n in nests]
-    spec = instance.spec
 
     host = math.fsum(instance.t_cpu[n.id] for n, p in zip(nests, y, strict=True) if not p)
     pim = math.fsum(instance.pim_time(n.id) for n, p in zip(nests, y, strict=True) if p)
     states = [False, *y, False]  # start and end on the host
     n_region = sum(1 for a, b in zip(states, states[1:], strict=False) if a != b)
 
-    if copy == "upper_bound":  # Eq. 8
+    to_pim, to_host = copy_bandwidths(spec, copy)
+    load = 0.0
+    if copy == UPPER_BOUND:  # Eq. 8
         fetch = sum(n.fetch_bytes for n, p in zip(nests, y, strict=True) if p)
         flush = sum(n.flush_bytes for n, p in zip(nests, y, strict=True) if p)
-        t_copy = fetch / spec.read_bandwidth + flush / spec.writeback_bandwidth
+        t_copy = fetch / to_pim + flush / to_host
+    elif copy == EXACT_COPY:
+        t_copy = _exact_copy(instance, y, to_pim, to_host, frozenset())
+    elif copy == SHARED_COPY:
+        t_copy = _shared_copy(instance, y, to_pim, to_host)
     else:
-        t_copy = _exact_copy(instance, y)
-    return HybridTime(host=host, pim=pim, copy=t_copy, n_region=n_region, t_sw=spec.t_sw)
+        in_banks = _residents(instance, y, resident, to_pim, to_host)
+        t_copy = _exact_copy(instance, y, to_pim, to_host, in_banks)
+        load = _load_bytes(instance, y, in_banks) / to_pim
+    return HybridTime(
+        host=host, pim=pim, copy=t_copy, n_region=n_region, t_sw=spec.t_sw, load=load
+    )
 
 
-def _exact_copy(instance: PimInstance, y: list[bool]) -> float:
-    nests = instance.nests
-    spec = instance.spec
-    # Buffers per nest, operands naming the same buffer merged.
-    uses: list[dict[str, tuple[int, bool, bool, str]]] = []
-    for n in nests:
-        merged: dict[str, tuple[int, bool, bool, str]] = {}
+Use = tuple[int, bool, bool, str, str]  # bytes, read, written, kind, role
+
+
+def _uses(instance: PimInstance) -> list[dict[str, Use]]:
+    """Per nest, its buffers with operands naming the same buffer merged."""
+    uses: list[dict[str, Use]] = []
+    for n in instance.nests:
+        merged: dict[str, Use] = {}
         for op in n.operands:
             old = merged.get(op.buffer)
             if old is None:
-                merged[op.buffer] = (op.nbytes, op.read, op.written, op.kind)
+                merged[op.buffer] = (op.nbytes, op.read, op.written, op.kind, op.buffer_role)
             else:
-                merged[op.buffer] = (
-                    max(old[0], op.nbytes), old[1] or op.read, old[2] or op.written, old[3]
-                )
+                merged[op.buffer] = (max(old[0], op.nbytes), old[1] or op.read,
+                                     old[2] or op.written, old[3], old[4])  # fmt: skip
         uses.append(merged)
-    variant = {b for n, u in zip(nests, uses, strict=True) if n.trip_count > 1
-               for b, (_, _, w, _) in u.items() if w}
+    return uses
 
+
+def _variant(instance: PimInstance, uses: list[dict[str, Use]]) -> set[str]:
+    """Buffers some nest inside an enclosing loop writes."""
+    return {b for n, u in zip(instance.nests, uses, strict=True) if n.trip_count > 1
+            for b, use in u.items() if use[2]}  # fmt: skip
+
+
+def _exact_copy(
+    instance: PimInstance, y: list[bool], to_pim: float, to_host: float, skip: frozenset[str]
+) -> float:
+    """Residency within segments; buffers in ``skip`` (resident in the banks) never move."""
+    nests = instance.nests
+    uses = _uses(instance)
+    variant = _variant(instance, uses)
     kind = {b: u[3] for merged in uses for b, u in merged.items()}
 
     def read_later(buffer: str, after: int) -> bool:
@@ -116,10 +168,9 @@ def _exact_copy(instance: PimInstance, y: list[bool]) -> float:
             use = uses[k].get(buffer)
             if use is None:
                 continue
-            _, r, w, _ = use
-            if r:
+            if use[1]:
                 return True
-            if w:
+            if use[2]:
                 return False  # overwritten unread: dead
         return kind[buffer] != "alloc"  # survives to the end: the program may read it
 
@@ -133,10 +184,10 @@ def _exact_copy(instance: PimInstance, y: list[bool]) -> float:
         end = i
         while end + 1 < len(nests) and y[end + 1]:
             end += 1
-        present: set[str] = set()
+        present: set[str] = set(skip)
         last_write: dict[str, int] = {}
         for k in range(i, end + 1):
-            for b, (nbytes, r, w, _) in uses[k].items():
+            for b, (nbytes, r, w, _, _) in uses[k].items():
                 if r and b not in present:
                     mult = nests[k].trip_count if b in variant else 1
                     fetch += nbytes * mult
@@ -148,7 +199,111 @@ def _exact_copy(instance: PimInstance, y: list[bool]) -> float:
             if read_later(b, end):
                 flush += uses[k][b][0] * nests[k].trip_count
         i = end + 1
-    return fetch / spec.read_bandwidth + flush / spec.writeback_bandwidth
+    return fetch / to_pim + flush / to_host
+
+
+def _shared_copy(instance: PimInstance, y: list[bool], to_pim: float, to_host: float) -> float:
+    """The shared-memory walk of the module doc."""
+    nests = instance.nests
+    limit = instance.spec.host_cache
+    assert limit is not None  # resolve_copy checked it
+    uses = _uses(instance)
+    variant = _variant(instance, uses)
+    owner: dict[str, bool] = {}  # buffer -> side that wrote its value (True = PIM)
+    writer_trips: dict[str, int] = {}  # buffer -> trip count of the nest that wrote it
+    pending: set[str] = set()  # buffers whose value the other side has not touched yet
+    for merged in uses:
+        for b, (_, _, _, _, role) in merged.items():
+            if b not in owner and role == INPUT and instance.cache == "warm":
+                owner[b] = False  # the host just wrote the model's input
+                pending.add(b)
+            owner.setdefault(b, False)
+    written_back = reread = 0.0
+    for n, on_pim, merged in zip(nests, y, uses, strict=True):
+        for b, (nbytes, r, w, _, _) in merged.items():
+            if b in pending and owner[b] != on_pim and (on_pim or r):
+                trips = min(n.trip_count, writer_trips.get(b, 1)) if b in variant else 1
+                moved = min(nbytes, limit) * trips
+                if on_pim:
+                    written_back += moved
+                else:
+                    reread += moved
+                pending.discard(b)
+            if w:
+                owner[b] = on_pim
+                writer_trips[b] = n.trip_count
+                pending.add(b)
+    last = {b: u for merged in uses for b, u in merged.items() if u[2]}  # last write's use
+    for b in pending:
+        if owner[b] and last[b][3] != "alloc":  # the caller reads what PIM wrote last
+            reread += min(last[b][0], limit)
+    return written_back / to_pim + reread / to_host
+
+
+def _candidates(instance: PimInstance) -> dict[str, int]:
+    """Weights and constants some nest reads and none writes, with their bytes."""
+    sizes: dict[str, int] = {}
+    written: set[str] = set()
+    read: set[str] = set()
+    for merged in _uses(instance):
+        for b, (nbytes, r, w, _, role) in merged.items():
+            if role in (WEIGHT, CONSTANT):
+                sizes[b] = max(sizes.get(b, 0), nbytes)
+            if w:
+                written.add(b)
+            if r:
+                read.add(b)
+    return {b: s for b, s in sizes.items() if b in read and b not in written}
+
+
+def _residents(
+    instance: PimInstance, y: list[bool], given: Iterable[str] | None,
+    to_pim: float, to_host: float,
+) -> frozenset[str]:  # fmt: skip
+    """The weights in the banks: ``given`` (checked), else all that fit, else a choice by
+    fetch time saved per byte."""
+    candidates = _candidates(instance)
+    per_core = instance.spec.bank_capacity_per_core
+    capacity = None if per_core is None else per_core * instance.n_cores
+    if given is not None:
+        chosen = frozenset(given)
+        unknown = sorted(chosen - set(candidates))
+        if unknown:
+            raise PlacementError(
+                f"buffer {unknown[0]!r} cannot be resident: not a weight or constant read"
+                " and never written"
+            )
+        used = _load_bytes(instance, y, chosen)
+        if capacity is not None and used > capacity * (1 + 1e-9):
+            raise PlacementError(
+                f"the resident weights take {used / 2**20:.6g} MiB, more than the"
+                f" {capacity / 2**20:.6g} MiB of {instance.n_cores} cores' banks"
+            )
+        return chosen
+    if capacity is None or sum(candidates.values()) <= capacity:
+        return frozenset(candidates)
+    base = _exact_copy(instance, y, to_pim, to_host, frozenset())
+    saving = {
+        b: base - _exact_copy(instance, y, to_pim, to_host, frozenset({b})) for b in candidates
+    }
+    chosen: set[str] = set()
+    room = capacity
+    for b in sorted(candidates, key=lambda b: (-saving[b] / candidates[b], b)):
+        if saving[b] > 0 and candidates[b] <= room:
+            chosen.add(b)
+            room -= candidates[b]
+    return frozenset(chosen)
+
+
+def _load_bytes(instance: PimInstance, y: list[bool], resident: frozenset[str]) -> float:
+    """Bytes of the resident weights some PIM nest reads: placed in the banks at model load."""
+    sizes: dict[str, int] = {}
+    for on_pim, merged in zip(y, _uses(instance), strict=True):
+        if on_pim:
+            for b, (nbytes, r, _, _, _) in merged.items():
+                if r and b in resident:
+                    sizes[b] = max(sizes.get(b, 0), nbytes)
+    return float(sum(sizes.values()))
 
 
 def body_placement(instance: PimInstance, on_block: Mapping[str, bool]) -> dict[str, bool]:
@@ -173,10 +328,15 @@ def block_crossings(instance: PimInstance, on_block: Mapping[str, bool]) -> tupl
 
 
 def evaluate_blocks(
-    instance: PimInstance, on_block: Mapping[str, bool], *, copy: str = "upper_bound"
+    instance: PimInstance,
+    on_block: Mapping[str, bool],
+    *,
+    copy: str = "auto",
+    resident: Iterable[str] | None = None,
 ) -> HybridTime:
     """Eq. 9 of the basic-block placement ``on_block`` (block id -> True for PIM)."""
     check_mode(copy, BASIC_BLOCK)
+    copy = resolve_copy(copy, instance.spec)
     blocks = instance.nest_blocks
     for n in instance.nests:
         for b in blocks[n.id].blocks:
@@ -199,26 +359,31 @@ def evaluate_blocks(
                 moved_in += e.count * n.trip_count * e.live_bytes
             elif src and not dst:
                 moved_out += e.count * n.trip_count * e.live_bytes
-    memory = evaluate_placement(instance, body_placement(instance, on_block), copy=copy).copy
+    nests = evaluate_placement(
+        instance, body_placement(instance, on_block), copy=copy, resident=resident
+    )
     between, inside = block_crossings(instance, on_block)
-    indices = moved_in / spec.read_bandwidth + moved_out / spec.writeback_bandwidth
-    return HybridTime(host=math.fsum(host), pim=math.fsum(pim), copy=memory + indices,
-                      n_region=between + inside, t_sw=spec.t_sw)  # fmt: skip
+    to_pim, to_host = copy_bandwidths(spec, copy)
+    indices = moved_in / to_pim + moved_out / to_host
+    return HybridTime(host=math.fsum(host), pim=math.fsum(pim), copy=nests.copy + indices,
+                      n_region=between + inside, t_sw=spec.t_sw, load=nests.load)  # fmt: skip
 
 
 def verify_pim(
     instance: PimInstance,
     on_pim: Mapping[str, bool],
     *,
-    copy: str = "upper_bound",
+    copy: str = "auto",
     granularity: str = "loop",
     claimed: float | None = None,
     tol: float = 1e-6,
+    resident: Iterable[str] | None = None,
 ) -> PimVerification:
     """Check a placement's completeness and granularity; recompute Eq. 9; compare a claim.
 
     At basic-block granularity ``on_pim`` maps block ids (:mod:`placement.blocks`) to
-    True for PIM, and a nest's body blocks must be placed together."""
+    True for PIM, and a nest's body blocks must be placed together. ``resident``: the
+    weights a partitioned placement keeps in the banks (checked against their capacity)."""
     check_mode(copy, granularity)
     if granularity == BASIC_BLOCK:
         blocks = instance.nest_blocks
@@ -227,14 +392,15 @@ def verify_pim(
             [[blocks[n.id].ids[k] for k in blocks[n.id].body] for n in instance.nests],
             lambda ref, other: f"basic-block granularity: body blocks {ref!r} and {other!r}"
             f" of nest {other.rsplit('.', 1)[0]!r} (its memory accesses) are placed differently",
-            lambda: evaluate_blocks(instance, on_pim, copy=copy), claimed, tol,
+            lambda: evaluate_blocks(instance, on_pim, copy=copy, resident=resident), claimed,
+            tol,
         )  # fmt: skip
     node = {n.id: n.onnx_node for n in instance.nests}
     return _verify(
         list(node), on_pim, "nest", instance.operator_groups() if granularity == "operator" else [],
         lambda ref, other: f"operator granularity: nests {ref!r} and {other!r} of ONNX node"
         f" {node[other]!r} are placed differently",
-        lambda: evaluate_placement(instance, on_pim, copy=copy), claimed, tol,
+        lambda: evaluate_placement(instance, on_pim, copy=copy, resident=resident), claimed, tol,
     )  # fmt: skip
 
 
@@ -252,7 +418,10 @@ def _verify(
         return PimVerification(ok=False, violations=bad)
     bad = [apart(g[0], k) for g in groups for k in g[1:]
            if bool(decisions[k]) != bool(decisions[g[0]])]  # fmt: skip
-    recomputed = evaluate()
+    try:
+        recomputed = evaluate()
+    except PlacementError as exc:  # e.g. more resident weights than the banks hold
+        return PimVerification(ok=False, violations=[*bad, str(exc)])
     bad += _claim_violations(recomputed, claimed, tol)
     return PimVerification(ok=not bad, violations=bad, recomputed=recomputed)
 

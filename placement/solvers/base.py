@@ -31,6 +31,10 @@ class SolveStatus(str, enum.Enum):
         return self in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT)
 
 
+#: The relative MIP gap at which a solve may stop, CIM and PIM alike (HiGHS's own default).
+DEFAULT_REL_GAP = 1e-4
+
+
 @dataclass
 class ModelSize:
     variables: int
@@ -80,7 +84,7 @@ class SolveOptions:
     """What the caller asks of any backend; validated by :meth:`check`."""
 
     time_limit: float | None = None  # seconds, None: no limit
-    rel_gap: float = 1e-4  # relative MIP gap at which the solver may stop
+    rel_gap: float = DEFAULT_REL_GAP  # relative MIP gap at which the solver may stop
     threads: int | None = None  # None: the solver's default
     tee: bool | list[TextIO] = False  # True: the solver's log on stdout; or these streams
     monitor: SolveMonitor | None = field(default=None, compare=False, repr=False)

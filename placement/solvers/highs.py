@@ -147,7 +147,7 @@ def _watch(highs: Any, monitor: SolveMonitor) -> None:
     """Tell ``monitor`` HiGHS's incumbent and bound (model units) at every improving
     solution and every MIP log line (HiGHS logs one every 5 s at least): both callbacks
     are rare (8-20 a solve), and the solve does not slow down measurably
-    (``benchmarks/solve_progress.py``; the README gives the runs)."""
+    (``benchmarks/solve_progress.py``; docs/results.md gives the runs)."""
 
     def improving(event: Any) -> None:
         monitor.improved(finite_or_none(event.data_out.objective_function_value), None)

@@ -136,7 +136,8 @@ def build_grid(target: str, hardware: Sequence[str], settings: Sequence[tuple[st
 
 
 def load_grid_hardware(grid: Grid) -> list[Any]:
-    """The :class:`Hardware` / :class:`PimHardware` of each grid entry; names must differ."""
+    """The :class:`~placement.hardware.cim.Hardware` /
+    :class:`~placement.hardware.pim.PimHardware` of each grid entry; names must differ."""
     target = get_target(grid.target)
     out = [target.load_hardware(h) for h in grid.hardware]
     names = [h.name for h in out]

@@ -25,7 +25,7 @@ ID_COLUMNS = ("point_id", "target", "model", "hardware")
 RESULT_COLUMNS = (
     "status", "objective_s", "cpu_only_s", "speedup", "n_operators", "n_offloaded",
     "crossbars_used", "host_busy_s", "accel_busy_s", "gap", "solve_seconds", "verified",
-    "message", "host_latencies", "host_mismatch",
+    "message", "host_latencies", "host_mismatch", "memory", "copy",
 )  # fmt: skip
 ERROR = "error"  # the status of a point that could not be solved
 
@@ -137,7 +137,7 @@ class SolverOptions:
     time_limit: float = 600.0  # seconds per point
     rel_gap: float = 1e-4
     threads: int = 1  # HiGHS threads per point: 1 keeps results independent of the executor
-    copy: str = "upper_bound"  # PIM only
+    copy: str = "auto"  # PIM only: the hardware's memory architecture
     granularity: str = "loop"  # PIM only
     formulation: str = "auto"  # CIM only: as ``placement solve --formulation``
     solver: str = "auto"  # CIM only: as ``placement solve --solver``

@@ -80,6 +80,10 @@ host_latencies     where the host latencies came from: "measured on x86_64 (<cpu
                    mismatch" (:mod:`placement.hardware.hostcheck`)
 host_mismatch      true when the profile was measured on another architecture than the
                    hardware's host (every such model x hardware is also a warning)
+memory             PIM: the hardware's memory architecture (shared, partitioned; empty
+                   when the hardware does not state one); CIM: empty
+copy               PIM: the copy accounting of objective_s (upper_bound, exact, shared,
+                   partitioned); CIM: empty
 =================  ===========================================================================
 
 Host latencies: hardware whose host sets ``latency = "model"`` (presets ``arm-a72-model``,

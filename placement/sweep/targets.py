@@ -33,6 +33,8 @@ from placement.profiling.host_profile import HostProfile
 from placement.profiling.memory import check_model_memory
 from placement.profiling.nest_measure import is_mlir, model_sha256
 from placement.profiling.nest_profile import NestProfile
+from placement.solvers.names import MIP_BACKENDS
+from placement.solvers.registry import get_backend
 
 Number = int | float  # a grid value, in file units
 # --crossbar-size N sets both crossbar_rows and crossbar_cols (square crossbars).
@@ -127,6 +129,11 @@ class Target(Protocol):
 def finite(x: float | None) -> float | None:
     """``x``, or None when it is missing or not finite (a JSON-safe number)."""
     return None if x is None or not math.isfinite(x) else x
+
+
+def pim_backend(solver: str) -> str:
+    """The MIP backend a PIM point is solved with: ``auto`` is HiGHS."""
+    return "highs" if solver == "auto" else solver
 
 
 def check_copy_modes(options: SolveSettings) -> None:
@@ -262,7 +269,7 @@ class PimTarget:
     """Processing-in-memory: loop nests of a nest profile, HiGHS on T_hybrid (Eq. 9)."""
 
     name = "pim"
-    unused_options: tuple[str, ...] = ("formulation", "solver")
+    unused_options: tuple[str, ...] = ("formulation",)
 
     def monotone_keys(self) -> dict[str, int]:
         """None: PIM time is not monotone in the core count (synchronization grows)."""
@@ -305,8 +312,17 @@ class PimTarget:
             check_model_memory(path, read_onnx(path, load_weights=False), memory_limit_gb)
 
     def check_options(self, options: SolveSettings) -> None:
-        """Known copy accounting and granularity."""
+        """Known copy accounting and granularity; a MIP backend that is installed (the
+        models are MIPs; ``auto`` is HiGHS, as for ``placement solve --target pim``)."""
         check_copy_modes(options)
+        if options.solver != "auto" and options.solver not in MIP_BACKENDS:
+            raise PlacementError(
+                f"--solver {options.solver}: a CIM solver; a PIM sweep solves with a MIP"
+                f" backend ({', '.join(MIP_BACKENDS)}) or auto (HiGHS)"
+            )
+        reason = get_backend(pim_backend(options.solver), mip=True).unavailable_reason()
+        if reason is not None:
+            raise PlacementError(f"solver {options.solver} is not available: {reason}")
 
     def build_instance(self, graph: Any, profile: Any, hw: Any) -> Any:
         """A :class:`~placement.pim.instance.PimInstance` of the profile's nests."""
@@ -327,12 +343,14 @@ class PimTarget:
         opts = options
         placement = solve_pim(
             inst, copy=opts.copy, granularity=opts.granularity, time_limit=opts.time_limit,
-            rel_gap=opts.rel_gap, threads=opts.threads,
+            rel_gap=opts.rel_gap, threads=opts.threads, solver=pim_backend(opts.solver),
         )  # fmt: skip
         res, hybrid = placement.result, placement.hybrid
         values: dict[str, Any] = {
             "status": res.status.value,
             "cpu_only_s": placement.cpu_only,
+            "memory": inst.spec.memory,
+            "copy": placement.copy,
             "n_operators": len(inst.nests),
             "gap": res.gap,
             "solve_seconds": res.solve_seconds,
@@ -349,7 +367,7 @@ class PimTarget:
         # The paper's threshold rule on the same point, for rule-vs-optimum figures.
         rule = rule_placement(inst)
         rule_hybrid = evaluate_placement(
-            inst, {k: d.on_pim for k, d in rule.items()}, copy=opts.copy
+            inst, {k: d.on_pim for k, d in rule.items()}, copy=placement.copy
         )
         doc = placement.to_json()
         doc["rule"] = {

@@ -212,6 +212,40 @@ def test_pim_cores_given_twice(capsys, work):
             fragments=("--pim-cores 32,64,32: 32 given twice",))
 
 
+PIM_MODEL = ROOT / "examples" / "resnet_tiny.onnx"
+PIM_PROFILE = ROOT / "tests" / "golden" / "resnet_tiny.nests.json"  # of PIM_MODEL
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("memory_lines", "fragment"),
+    [
+        ('memory = "hbm"', "'pim.memory' must be one of shared, partitioned"),
+        ('memory = "shared"', "needs 'pim.host_cache_mib'"),
+        ('memory = "partitioned"', "needs 'pim.link_to_pim_gbps'"),
+    ],
+    ids=["unknown", "shared-without-cache", "partitioned-without-link"],
+)
+def test_a_pim_hardware_file_with_a_bad_memory_architecture(capsys, work, memory_lines, fragment):
+    from placement.hardware.pim import load_pim_hardware
+
+    table = load_pim_hardware("pim-icelake").pim.to_file_units()
+    lines = [f"{k} = {v!r}".replace("'", '"') for k, v in table.items()
+             if k not in ("memory", "host_cache_mib")]  # fmt: skip
+    hw = work / "hw.toml"
+    hw.write_text('name = "mine"\n[host]\nname = "x"\narch = "x86_64"\n[pim]\n'
+                  + "\n".join([*lines, memory_lines]) + "\n")  # fmt: skip
+    refused(capsys, work, "solve", PIM_MODEL, "--target", "pim", "--profile", PIM_PROFILE,
+            "--pim-hardware", hw, "--json", "r.json", fragments=("hw.toml", fragment))
+
+
+@pytest.mark.unit
+def test_a_copy_accounting_the_pim_hardware_cannot_price(capsys, work):
+    refused(capsys, work, "solve", PIM_MODEL, "--target", "pim", "--profile", PIM_PROFILE,
+            "--copy", "partitioned", "--json", "r.json",
+            fragments=("--copy partitioned needs the host-PIM link bandwidths",))
+
+
 def edited_profile(directory: Path, *, extra: bool, missing: bool) -> Path:
     data = json.loads(PROFILE.read_text())
     if extra:

@@ -13,6 +13,7 @@ from cli_helpers import assert_one_line_error, run
 from onnx import helper
 from onnx_builders import model, save, tensor
 
+from placement.devices.pim import COPY_DESCRIPTIONS
 from placement.profiling.counters import TABLE1_EVENTS
 
 pytest.importorskip("torch_mlir")
@@ -148,8 +149,10 @@ def test_solve_json_document_is_complete(capsys, env):
     doc = json.loads(out_file.read_text())
     ids = [n.id for n in env["nests"]]
     assert doc["format"] == "placement-pim-result" and doc["target"] == "pim"
-    assert doc["options"] == {"copy": "exact", "granularity": "loop", "allow_estimates": False,
-                              "cores": [32, 64, 128]}  # fmt: skip
+    assert doc["options"] == {
+        "copy": "exact", "granularity": "loop", "allow_estimates": False, "cores": [32, 64, 128],
+        "memory": "shared", "copy_accounting": COPY_DESCRIPTIONS["exact"],
+    }  # fmt: skip
     assert doc["hardware"]["name"] == "pim-icelake"
     assert [n["id"] for n in doc["nests"]] == ids
     for n in doc["nests"]:

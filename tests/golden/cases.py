@@ -126,7 +126,9 @@ def _args(command: str) -> tuple[str, ...]:
 
 CIM = f"--profile {CIM_PROFILE} --hardware arm-a72"
 WIDE = 100  # the terminal width of the solve cases with tables (placement.tables.WIDTH)
-SUBCOMMANDS = ("solve", "profile", "nests", "presets", "sweep", "bench", "export", "report")
+SUBCOMMANDS = (
+    "solve", "profile", "calibrate", "nests", "presets", "sweep", "bench", "export", "report",
+)  # fmt: skip
 # 8 and 50 crossbars give different optima (the budget binds at 8, not at 50).
 CASES: tuple[Case, ...] = (
     Case("help", ("--help",)),
@@ -165,6 +167,24 @@ CASES: tuple[Case, ...] = (
         _args(
             f"solve {PIM_MODEL} --target pim --profile {PIM_PROFILE} --pim-cores 32,64"
             " --json out.json"
+        ),
+        columns=WIDE,
+    ),
+    # The paper's Eq. 8 (the default until the memory architectures): the same numbers as
+    # before them, and a partitioned device (UPMEM) with its link and resident weights.
+    Case(
+        "pim-solve-upper-bound",
+        _args(
+            f"solve {PIM_MODEL} --target pim --profile {PIM_PROFILE} --pim-cores 32,64"
+            " --copy upper_bound"
+        ),
+        columns=WIDE,
+    ),
+    Case(
+        "pim-solve-upmem",
+        _args(
+            f"solve {PIM_MODEL} --target pim --profile {PIM_PROFILE} --pim-cores 32,64"
+            " --pim-hardware pim-upmem --json out.json"
         ),
         columns=WIDE,
     ),

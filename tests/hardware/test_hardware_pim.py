@@ -1,7 +1,9 @@
 """PIM hardware presets and files: the paper's Ice Lake machine, overrides in file units, the
 instruction cost table, and one clear line for every bad value."""
 
+import argparse
 import dataclasses
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,9 +14,15 @@ from placement.errors import PlacementError
 from placement.hardware.base import preset_names
 from placement.hardware.pim import PimSpec, load_pim_hardware, pim_preset_names, with_pim_overrides
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the package's own dependency on 3.10
+    import tomli as tomllib
+
 pytestmark = pytest.mark.unit
 
 SPEC = PimSpec()
+PRESETS = Path(__file__).parents[2] / "placement/hardware/presets"
 
 
 # --- presets, files, overrides --------------------------------------------------------
@@ -31,11 +39,14 @@ def test_icelake_preset_matches_the_paper():
     assert (p.sigma, p.cache_line) == (0.4, 64)
     assert p.read_bandwidth == pytest.approx(p.host_dram_bandwidth)
     assert hw.host.arch == "x86_64" and "6330" in hw.host.name
+    assert p.memory == "shared" and p.host_cache == pytest.approx(43.3 * 2**20)
     for f in dataclasses.fields(PimSpec):  # dataclass defaults are the preset
-        if getattr(SPEC, f.name) is None:  # a float cost left to follow op/div_instr
-            assert p.cost(f.name) == SPEC.cost(f.name), f.name
-        else:
+        if f.name in ("fadd_instr", "fmul_instr", "fdiv_instr") and getattr(SPEC, f.name) is None:
+            assert p.cost(f.name) == SPEC.cost(f.name), f.name  # follows op/div_instr
+        elif isinstance(getattr(SPEC, f.name), float):
             assert getattr(p, f.name) == pytest.approx(getattr(SPEC, f.name)), f.name
+        else:
+            assert getattr(p, f.name) == getattr(SPEC, f.name), f.name
 
 
 def test_core_sweep_and_overrides_in_file_units():
@@ -124,10 +135,93 @@ def test_upmem_preset_from_published_characteristics():
     # emulated float: every float op costs tens to hundreds of integer instructions
     assert 10 * p.op_instr < p.cost("fadd_instr") < p.cost("fmul_instr") < p.cost("fdiv_instr")
     assert p.transcendental_instr == 8 * p.fmul_instr + 8 * p.fadd_instr + 4
-    # the preset names its sources, and marks every number it could not check
-    text = (Path(__file__).parents[2] / "placement/hardware/presets/pim-upmem.toml").read_text()
-    for words in ("Gomez-Luna", "arXiv:2105.03814", "sdk.upmem.com", "assumption", "recalled"):
+    # the preset names its sources: the paper, its authors' slides (the measured values),
+    # the SDK docs, and labels what it could not find as assumptions
+    text = (PRESETS / "pim-upmem.toml").read_text()
+    for words in ("Gomez-Luna", "arXiv:2105.03814", "sdk.upmem.com", "Prim_Access22_Slides.pdf",
+                  "[slides 20]", "[slides 25]", "[slides 30]", "assumption"):  # fmt: skip
         assert words in text, words
+    # the measured rates behind the cost table (slide 25): 350 MHz / MOPS - 5 loop instructions
+    for cost, mops in (("fadd_instr", 4.91), ("fmul_instr", 1.91), ("div_instr", 11.3),
+                       ("fdiv_instr", 0.34)):  # fmt: skip
+        assert getattr(p, cost) == pytest.approx(350 / mops - 5, abs=0.5), cost
+    assert p.instr_per_iter == pytest.approx(350 / 58.5, abs=0.05)  # the int32 add loop
+
+
+def test_hbm_preset_from_published_characteristics():
+    hw = load_pim_hardware("pim-hbm")
+    p = hw.pim
+    assert "pim-hbm" in pim_preset_names() and "pim-hbm" not in preset_names()
+    # 128 PCUs (8 per pseudo channel x 16 pseudo channels), 16 FP16 lanes at 300 MHz
+    assert (p.cores, p.issue_width, p.clock) == (128, 16, pytest.approx(0.3e9))
+    assert p.bank_bandwidth_per_core == pytest.approx(16 * 2 * 0.3e9)  # one 256-bit access/cycle
+    assert p.memory == "shared" and p.host_cache == pytest.approx(43.3 * 2**20)
+    # the host side is the assumed Ice Lake host's, as pim-icelake
+    icelake = load_pim_hardware("pim-icelake").pim
+    for field in ("host_dram_bandwidth", "theta_ratio", "sigma", "cache_line", "read_bandwidth",
+                  "writeback_bandwidth", "host_cache", "t_sw", "t_ctx", "i_min"):  # fmt: skip
+        assert getattr(p, field) == getattr(icelake, field), field
+    # an FP16 add/multiply/MAC unit: one slot each; the MAC (math.fma) too
+    for op in ("arith.addf", "arith.mulf", "math.fma", "arith.maximumf", "memref.load"):
+        assert p.op_instructions(op) == 1, op
+    # what its ISA lacks is priced below one host core's rate: 128 x 16 x 0.3 GHz / cost
+    for op in ("arith.divf", "math.exp", "math.tanh", "math.erf", "math.sqrt"):
+        assert p.cores * p.issue_width * p.clock / p.op_instructions(op) < 1e8, op
+    text = (PRESETS / "pim-hbm.toml").read_text()
+    for words in ("ISSCC 2021", "SAITPublic/PIMSimulator", "300MHz", "assumption", "GPU host"):
+        assert words in text, words
+
+
+@pytest.mark.parametrize("name", pim_preset_names())
+def test_every_pim_preset_loads_and_describes_itself(name, capsys):
+    hw = load_pim_hardware(name)
+    assert hw.name == name and hw.source == name
+    assert hw.description.strip() and hw.host.name.strip()
+    assert hw.pim.memory in ("shared", "partitioned")  # every preset states its architecture
+    described = hw.describe()
+    assert described.startswith(f"{name}: ") and hw.pim.memory_text() in described
+    # `placement presets` lists it with its description and its constants
+    from placement.cli import presets
+
+    assert presets.run(argparse.Namespace()) == 0
+    out = capsys.readouterr().out
+    assert f"{name}  (--target pim" in out
+    assert hw.description in out and described in out
+
+
+def test_no_constant_is_recalled_from_memory():
+    files = [*sorted(PRESETS.glob("*.toml")), PRESETS.parent / "pim.py"]
+    assert len(files) > 3
+    for path in files:
+        assert "recalled" not in path.read_text().lower(), path.name
+
+
+@pytest.mark.parametrize("name", pim_preset_names())
+def test_every_pim_constant_names_its_source(name):
+    # Each [pim] key carries a comment that cites a source or says "assumption": on its
+    # line and the indented comment lines continuing it, or in the comment block right above.
+    lines = (PRESETS / f"{name}.toml").read_text().splitlines()
+    start = lines.index("[pim]")
+    keys = tomllib.loads("\n".join(lines[start:]))["pim"]
+    assert set(keys) >= {"cores", "clock_ghz", "bank_gbps_per_core", "memory"}
+
+    def continuation(line: str) -> bool:
+        return line.startswith(" ") and line.lstrip().startswith("#")
+
+    cited = ("Section", "Table", "[", "Torch-PIM", "pim-icelake")
+    for key in keys:
+        (at,) = [i for i in range(start, len(lines)) if lines[i].split("=")[0].strip() == key]
+        comment = lines[at].partition("#")[2]
+        below = at + 1
+        while below < len(lines) and continuation(lines[below]):
+            comment += lines[below]
+            below += 1
+        above = at - 1
+        while lines[above].startswith("#"):  # the comment block right above it
+            comment = lines[above] + comment
+            above -= 1
+        sourced = any(word in comment for word in cited) or "assumption" in comment.lower()
+        assert sourced, (name, key, comment)
 
 
 def test_float_costs_follow_in_old_files(tmp_path):

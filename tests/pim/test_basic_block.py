@@ -9,7 +9,14 @@ import random
 
 import pyomo.environ as pyo
 import pytest
-from pim_oracles import BlockOracle, brute_force, nest, operand, random_block_instance
+from pim_oracles import (
+    PARTITIONED_SPEC,
+    BlockOracle,
+    brute_force,
+    nest,
+    operand,
+    random_block_instance,
+)
 
 from placement.blocks import Loop, Segment, basic_blocks
 from placement.errors import PlacementError
@@ -24,7 +31,15 @@ from placement.solvers.registry import BACKENDS
 
 KB = 1024
 SPEC = PimSpec()
-COPIES = ("upper_bound", "exact")
+COPIES = ("upper_bound", "exact", "shared", "partitioned")
+
+
+def on_machine(inst, copy: str):
+    """``inst`` on a partitioned machine for ``copy="partitioned"`` (same switch cost)."""
+    if copy != "partitioned":
+        return inst
+    spec = dataclasses.replace(PARTITIONED_SPEC, t_sw=inst.spec.t_sw)
+    return dataclasses.replace(inst, spec=spec)
 
 
 def reduction(rows: int = 4, cols: int = 16, body_ops: int = 9) -> Loop:
@@ -102,8 +117,9 @@ def test_eq9_of_a_split_nest_by_hand():
         whole = {b: p for n, p in zip(("n000", "n001"), y, strict=True)
                  for b in inst.nest_blocks[n].ids}  # fmt: skip
         for copy in COPIES:
-            loop = evaluate_placement(inst, dict(zip(("n000", "n001"), y, strict=True)), copy=copy)
-            blocks = evaluate_blocks(inst, whole, copy=copy)
+            at = on_machine(inst, copy)
+            loop = evaluate_placement(at, dict(zip(("n000", "n001"), y, strict=True)), copy=copy)
+            blocks = evaluate_blocks(at, whole, copy=copy)
             assert blocks.total == pytest.approx(loop.total, rel=1e-12)
             assert blocks.n_region == loop.n_region
 
@@ -139,13 +155,15 @@ def test_basic_blocks_are_required_and_checked():
 @pytest.mark.unit
 def test_verifier_equals_the_simulated_run_on_every_placement():
     for seed in range(12):
-        inst = random_block_instance(seed, 4, max_units=10)
-        oracle = BlockOracle(inst)
-        for choice in itertools.product((False, True), repeat=len(oracle.units)):
-            y = {b: c for unit, c in zip(oracle.units, choice, strict=True) for b in unit}
-            for copy in COPIES:
+        base = random_block_instance(seed, 4, max_units=10)
+        for copy in COPIES:
+            inst = on_machine(base, copy)
+            oracle = BlockOracle(inst)
+            for choice in itertools.product((False, True), repeat=len(oracle.units)):
+                y = {b: c for unit, c in zip(oracle.units, choice, strict=True) for b in unit}
                 want = oracle.cost(y, copy)
-                assert evaluate_blocks(inst, y, copy=copy).total == pytest.approx(want, rel=1e-12)
+                got = evaluate_blocks(inst, y, copy=copy).total
+                assert got == pytest.approx(want, rel=1e-12), (seed, copy)
 
 
 # --- solver -----------------------------------------------------------------------------
@@ -155,8 +173,9 @@ def test_verifier_equals_the_simulated_run_on_every_placement():
 def test_model_objective_equals_the_verifier_at_fixed_block_placements():
     rng = random.Random(5)
     for seed in range(4):
-        inst = random_block_instance(50 + seed, 5, t_sw=1e-8, max_units=16)
+        base = random_block_instance(50 + seed, 5, t_sw=1e-8, max_units=16)
         for copy in COPIES:
+            inst = on_machine(base, copy)
             m = build_pim_model(inst, copy=copy, granularity="basic-block")
             oracle = BlockOracle(inst)
             choice = [rng.random() < 0.5 for _ in oracle.units]
@@ -174,9 +193,10 @@ def test_model_objective_equals_the_verifier_at_fixed_block_placements():
 def test_model_matches_brute_force_at_all_three_granularities():
     splits = 0
     for seed in range(14):
-        inst = random_block_instance(seed, 4)
-        oracle = BlockOracle(inst)
+        base = random_block_instance(seed, 4)
         for copy in COPIES:
+            inst = on_machine(base, copy)
+            oracle = BlockOracle(inst)
             best = {}
             for gran in ("basic-block", "loop", "operator"):
                 p = solve_pim(inst, copy=copy, granularity=gran, rel_gap=0.0)
@@ -200,10 +220,10 @@ def test_costly_crossings_are_tied_without_changing_the_optimum():
     inst = random_block_instance(3, 4, t_sw=30e-6)  # 30 us: most edges cost more than CPU-only
     m = build_pim_model(inst, granularity="basic-block")
     assert len(m.TIED) > 0
-    oracle = BlockOracle(inst)
     for copy in COPIES:
-        p = solve_pim(inst, copy=copy, granularity="basic-block", rel_gap=0.0)
-        assert p.hybrid.total == pytest.approx(oracle.brute_force(copy)[0], rel=1e-7)
+        at = on_machine(inst, copy)
+        p = solve_pim(at, copy=copy, granularity="basic-block", rel_gap=0.0)
+        assert p.hybrid.total == pytest.approx(BlockOracle(at).brute_force(copy)[0], rel=1e-7)
 
 
 @pytest.mark.solver

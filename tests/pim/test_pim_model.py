@@ -144,8 +144,10 @@ def test_model_structure():
     m = build_pim_model(inst, copy="exact", granularity="operator")
     assert len(m.pim) == 3 and len(m.switch) == 4
     assert len(m.tie) == 1  # n001 tied to n000
-    assert set(m.FETCH) == {("arg0", "n000"), ("a0", "n001"), ("a1", "n002")}
-    assert set(m.FLUSH) == {("a0", "n000"), ("a1", "n001"), ("arg1", "n002")}
+    fetch = {(b, n) for kind, b, n in m.MOVES if kind == "fetch"}
+    flush = {(b, n) for kind, b, n in m.MOVES if kind == "flush"}
+    assert fetch == {("arg0", "n000"), ("a0", "n001"), ("a1", "n002")}
+    assert flush == {("a0", "n000"), ("a1", "n001"), ("arg1", "n002")}
     assert inst.with_cores(128).n_cores == 128
 
 

@@ -121,6 +121,7 @@ def test_bad_files(tmp_path):
         ("[1, 2]", "expected an object of nest id"),
         ('{"pim_times": {}, "sorce": "x"}', "unknown key 'sorce'"),
         ('{"pim_times": {"n000": {"32": 1}}, "source": 7}', "'source' must be a string"),
+        ('{"pim_times": {"n000": {"32": 1}}, "memory": "hbm"}', "'memory' must be one of"),
     ],
 )
 def test_json_bad_values_one_line(tmp_path, text, fragment):
@@ -170,12 +171,12 @@ def test_instance_takes_file_times_for_named_nests_only():
 def test_solve_uses_the_file_times_and_rule_c1_stays_analytical():
     nests = three_nests()
     t_cpu = {"n000": 200e-6, "n001": 50e-6, "n002": 50e-6}
-    analytical = solve(PimInstance(nests, t_cpu, SPEC))
+    analytical = solve(PimInstance(nests, t_cpu, SPEC), copy="upper_bound")
     assert analytical.on_pim == {"n000": True, "n001": False, "n002": True}
     # A simulator says n000 is hopeless on PIM and n002 nearly free: the optimum follows.
     simulated = {"n000": {32: 1.0}, "n002": {32: 1e-9}}
     inst = PimInstance(nests, t_cpu, SPEC, measured=PimTimes("sim.json", simulated))
-    placed = solve(inst)
+    placed = solve(inst, copy="upper_bound")
     assert placed.on_pim == {"n000": False, "n001": False, "n002": True}
     assert placed.verification is not None and placed.verification.ok
     assert placed.hybrid is not None and placed.hybrid.pim == pytest.approx(1e-9)
@@ -184,3 +185,17 @@ def test_solve_uses_the_file_times_and_rule_c1_stays_analytical():
     rule = rule_placement(inst)
     c1 = rule["n000"].conditions[0]
     assert c1.name == "C1" and c1.threshold == pytest.approx(SPEC.t_ctx + t_pim_min(nests[0], SPEC))
+
+
+@pytest.mark.unit
+def test_times_for_another_memory_architecture_are_refused(tmp_path):
+    doc = {"memory": "partitioned", "pim_times": {"n000": {"32": 1e-6}}}
+    times = load_pim_times(write(tmp_path, "t.json", json.dumps(doc)))
+    assert times.memory == "partitioned" and times.to_json()["memory"] == "partitioned"
+    times.check_memory("partitioned")
+    times.check_memory(None)  # hardware that states no architecture: nothing to compare
+    one_line_error(lambda: times.check_memory("shared"), "t.json",
+                   "for a partitioned-memory device, the PIM hardware is shared")  # fmt: skip
+    one_line_error(lambda: PimInstance(three_nests(), {"n000": 1e-6, "n001": 1e-6,
+                                                       "n002": 1e-6}, SPEC, measured=times),
+                   "t.json", "partitioned-memory device")  # fmt: skip

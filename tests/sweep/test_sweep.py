@@ -17,6 +17,7 @@ from placement.errors import PlacementError
 from placement.graph import load_graph
 from placement.hardware.cim import load_hardware
 from placement.profiling.host_profile import HostProfile
+from placement.solvers.registry import BACKENDS
 from placement.sweep.grid import Grid, build_grid, parse_setting, parse_values
 from placement.sweep.plan import RESULT_COLUMNS, ModelInput, SolverOptions, plan_points
 from placement.sweep.run import run_sweep
@@ -386,3 +387,16 @@ def test_pim_sweep_on_an_elementwise_add(capsys, tmp_path):
     code, _, err = run(capsys, "sweep", onnx_path, "--target", "pim", "-o", tmp_path / "x",
                        "--set", "crossbars=4")  # fmt: skip
     assert_one_line_error(code, err, "unknown PIM spec field 'crossbars'", "cores")
+    # --solver reaches a PIM sweep's MIP (SCIP where installed), a CIM-only solver does not
+    code, _, err = run(capsys, "sweep", onnx_path, "--target", "pim", "-o", tmp_path / "y",
+                       "--profile", tmp_path / "add.nests.json", "--solver", "cpsat")  # fmt: skip
+    assert_one_line_error(code, err, "--solver cpsat: a CIM solver", "highs")
+    if BACKENDS["scip"].unavailable_reason() is None:
+        scip = tmp_path / "scip"
+        code, _, err = run(
+            capsys, "sweep", onnx_path, "--target", "pim", "--profile", tmp_path / "add.nests.json",
+            "--pim-cores", "32,128", "-o", scip, "-q", "--workers", "1", "--solver", "scip",
+        )  # fmt: skip
+        assert code == 0, err
+        doc = next((scip / "schedules").glob("*.json"))
+        assert json.loads(doc.read_text())["result"]["solver"].startswith("scip")

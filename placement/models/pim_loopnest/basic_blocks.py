@@ -52,6 +52,7 @@ from typing import Any
 import pyomo.environ as pyo
 
 from placement.blocks import NestBlocks
+from placement.devices.pim import copy_bandwidths
 from placement.errors import PlacementError
 
 
@@ -102,6 +103,7 @@ def add_block_terms(m: pyo.ConcreteModel, instance: Any, unit: float) -> BlockTe
         return m.pim[nest] if nest is not None else m.block_pim[block_id]
 
     limit = instance.cpu_only  # the all-host placement's Eq. 9
+    to_pim, to_host = copy_bandwidths(spec, m.copy_mode)  # the live indices move like data
     free: dict[tuple[str, int], tuple[str, str, float, float, float]] = {}
     tied: list[tuple[str, str]] = []
     for n in nests:
@@ -114,8 +116,8 @@ def add_block_terms(m: pyo.ConcreteModel, instance: Any, unit: float) -> BlockTe
             if times * spec.t_sw > limit:
                 tied.append((src, dst))
                 continue
-            into = times * e.live_bytes / spec.read_bandwidth / unit
-            back = times * e.live_bytes / spec.writeback_bandwidth / unit
+            into = times * e.live_bytes / to_pim / unit
+            back = times * e.live_bytes / to_host / unit
             free[n.id, k] = (src, dst, float(times), into, back)
     m.EDGES = pyo.Set(dimen=2, initialize=list(free), ordered=True)
     m.enter_pim = pyo.Var(m.EDGES, bounds=(0, 1))

@@ -13,8 +13,11 @@ the optimum on the same cost model.
 ``m.BOUNDARIES``           0..n: boundary b lies before nest b (b = n: after the last)
 ``m.pim[n]``               y_n, binary, 1 = nest on PIM
 ``m.switch[b]``            transition at boundary b, in [0, 1] (integral at any optimum)
-``m.fetch[buf, n]``        exact copy only: buffer fetched for its read at nest n, [0, 1]
-``m.flush[buf, n]``        exact copy only: value written at nest n flushed, [0, 1]
+``m.move[kind, buf, n]``   every copy accounting but upper_bound: 1 when the placement
+                           moves buffer ``buf`` at nest ``n``, [0, 1] (``kind``: fetch,
+                           flush, writeback, reread; :mod:`.copy_terms`)
+``m.resident[buf]``        partitioned copy, banks too small for every weight: 1 = weight
+                           ``buf`` kept in the banks from model load
 ``m.T_host, m.T_pim,``     Expressions of Eq. 9's terms, in model time units
 ``m.T_copy, m.N_region``
 ``m.objective``            Eq. 9: T_host + T_pim(N) + T_copy + N_region * T_sw
@@ -28,32 +31,21 @@ transitions (enter and leave), ``2 * T_sw``. The program order is the flat
 order of the nests; repetitions by enclosing loops are not multiplied (the
 nests carry no loop identity, only a trip count).
 
-Copy accounting (``copy=``):
+Copy accounting (``copy=``, :data:`placement.devices.pim.COPY_MODES`; ``"auto"``, the
+default, is the instance's memory architecture, :func:`placement.devices.pim.resolve_copy`):
 
 * ``"upper_bound"`` -- Eq. 8: every PIM nest fetches its read set and flushes
   its write set, ``trip_count`` times (``LoopNest.fetch_bytes``/``flush_bytes``).
-* ``"exact"`` -- residency within a segment. Operands naming the same buffer in
-  one nest are merged (bytes: the largest). Within a segment:
+* ``"exact"`` -- residency within a segment: a buffer is fetched when a segment first
+  reads it and flushed when a value the segment wrote is read outside it.
+* ``"partitioned"`` -- ``exact`` over the host-PIM link, weights resident in the banks.
+* ``"shared"`` -- no copies: write-backs of host-dirty data before PIM touches it,
+  re-reads of what PIM wrote when the host touches it.
 
-  - *fetch*: a read of buffer ``B`` at nest ``i`` moves ``B`` to PIM unless an
-    earlier nest of the same segment already accessed ``B`` (read it: it is
-    resident; wrote it: it was produced there). With ``p`` the latest access of
-    ``B`` before ``i``: ``fetch[B,i] >= y_i - y_k`` for every ``k`` in ``[p, i-1]``
-    (some host nest in between breaks the segment), or ``fetch[B,i] >= y_i``
-    when there is no ``p``. Counted once if no nest with ``trip_count > 1``
-    writes ``B`` (unchanged across iterations of any enclosing loop, so it stays
-    resident), else ``trip_count`` of nest ``i`` times.
-  - *flush*: the value written at nest ``j`` must reach the host if one of its
-    readers -- reads after ``j`` up to and including the next write ``w`` of
-    ``B`` (an in-place write reads first) -- runs outside ``j``'s segment:
-    ``flush[B,j] >= y_j - y_k`` for ``k`` in ``[j+1, last reader]``. If nothing
-    writes ``B`` after ``j`` and ``B`` is not a temporary (``kind`` argument or
-    global: the caller may read it), ``flush[B,j] >= y_j``. A value overwritten
-    unread is dead and never flushed. Counted ``trip_count`` of nest ``j`` times.
-
-  Each term is at most the corresponding Eq. 8 term, so for every placement
-  exact <= upper bound. Residency does not survive a host segment: data a PIM
-  segment wrote and a later PIM segment reads is flushed and fetched again.
+The rows of all but Eq. 8 are in :mod:`placement.models.pim_loopnest.copy_terms`, with
+their definitions. Each exact, shared and partitioned term is at most the corresponding
+Eq. 8 term at the same bandwidths, so for every placement they cost no more than the
+upper bound.
 
 Granularity (``granularity=``): ``"loop"`` decides per nest; ``"operator"`` ties
 all nests of one ONNX node (``m.tie``: ``y_n = y_first``), as the paper's
@@ -74,21 +66,33 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pyomo.environ as pyo
 
 from placement.blocks import NestBlocks
+from placement.devices.pim import (
+    COPY_MODES,
+    EXACT_COPY,
+    SHARED_COPY,
+    UPPER_BOUND,
+    copy_bandwidths,
+    resolve_copy,
+)
 from placement.errors import PlacementError
 from placement.hardware.pim import PimSpec
 from placement.models.common import power_of_ten_unit
 from placement.models.pim_loopnest.basic_blocks import add_block_terms
+from placement.models.pim_loopnest.copy_terms import (
+    add_copy_terms,
+    exact_terms,
+    partitioned_terms,
+    shared_terms,
+)
 from placement.nests import LoopNest
 
 _DECADE = 4  # the objective's upper bound lands in [1e4, 1e5) model units
 
-COPY_MODES = ("upper_bound", "exact")
 BASIC_BLOCK = "basic-block"
 GRANULARITIES = ("loop", "operator", BASIC_BLOCK)
 
@@ -106,6 +110,12 @@ class PimProblem(Protocol):
     def spec(self) -> PimSpec: ...
 
     @property
+    def n_cores(self) -> int: ...
+
+    @property
+    def cache(self) -> str: ...  # the profile's cache state, "warm" or "cold"
+
+    @property
     def cpu_only(self) -> float: ...
 
     @property
@@ -120,118 +130,46 @@ class PimProblem(Protocol):
 
 
 def check_mode(copy: str, granularity: str) -> None:
-    """One-line errors for an unknown copy accounting or granularity."""
-    if copy not in COPY_MODES:
-        raise PlacementError(f"unknown copy accounting {copy!r}; known: {', '.join(COPY_MODES)}")
+    """One-line errors for an unknown copy accounting (``auto`` or one of
+    :data:`COPY_MODES`) or granularity."""
+    if copy != "auto" and copy not in COPY_MODES:
+        raise PlacementError(
+            f"unknown copy accounting {copy!r}; known: auto, {', '.join(COPY_MODES)}"
+        )
     if granularity not in GRANULARITIES:
         raise PlacementError(
             f"unknown granularity {granularity!r}; known: {', '.join(GRANULARITIES)}"
         )
 
 
-# --- copy bookkeeping -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Access:
-    pos: int
-    nbytes: int
-    read: bool
-    written: bool
-    kind: str
-
-
-def _accesses(nests: tuple[LoopNest, ...]) -> dict[str, list[_Access]]:
-    """Per buffer, its accesses in program order; operands of one nest on one buffer merged."""
-    out: dict[str, list[_Access]] = {}
-    for pos, n in enumerate(nests):
-        merged: dict[str, _Access] = {}
-        for op in n.operands:
-            old = merged.get(op.buffer)
-            if old is None:
-                merged[op.buffer] = _Access(pos, op.nbytes, op.read, op.written, op.kind)
-            else:
-                merged[op.buffer] = _Access(
-                    pos, max(old.nbytes, op.nbytes), old.read or op.read,
-                    old.written or op.written, old.kind,
-                )
-        for buf, acc in merged.items():
-            if acc.read or acc.written:
-                out.setdefault(buf, []).append(acc)
-    return out
-
-
-@dataclass
-class _ExactTerms:
-    """Exact copy: variables (buffer, nest) with byte multipliers and their forcing rows."""
-
-    fetch_bytes: dict[tuple[str, str], float] = field(default_factory=dict)
-    fetch_always: list[tuple[str, str]] = field(default_factory=list)  # f >= y_i
-    fetch_rows: list[tuple[str, str, str]] = field(default_factory=list)  # f >= y_i - y_k
-    flush_bytes: dict[tuple[str, str], float] = field(default_factory=dict)
-    flush_always: list[tuple[str, str]] = field(default_factory=list)
-    flush_rows: list[tuple[str, str, str]] = field(default_factory=list)
-
-
-def _exact_terms(nests: tuple[LoopNest, ...]) -> _ExactTerms:
-    ids = [n.id for n in nests]
-    terms = _ExactTerms()
-    for buf, accs in _accesses(nests).items():
-        # Loop-invariant: no writer inside an enclosing loop, so it stays resident.
-        invariant = not any(a.written and nests[a.pos].trip_count > 1 for a in accs)
-        for idx, a in enumerate(accs):
-            nid = ids[a.pos]
-            if a.read:
-                mult = 1 if invariant else nests[a.pos].trip_count
-                terms.fetch_bytes[buf, nid] = a.nbytes * mult
-                if idx == 0:
-                    terms.fetch_always.append((buf, nid))
-                else:
-                    p = accs[idx - 1].pos
-                    terms.fetch_rows.extend((buf, nid, ids[k]) for k in range(p, a.pos))
-            if a.written:
-                later = accs[idx + 1:]
-                nxt = next((i for i, b in enumerate(later) if b.written), None)
-                window = later if nxt is None else later[: nxt + 1]
-                readers = [b.pos for b in window if b.read]
-                escapes = nxt is None and a.kind != "alloc"
-                if not escapes and not readers:
-                    continue  # overwritten or dropped unread: never flushed
-                terms.flush_bytes[buf, nid] = a.nbytes * nests[a.pos].trip_count
-                if escapes:
-                    terms.flush_always.append((buf, nid))
-                else:
-                    terms.flush_rows.extend(
-                        (buf, nid, ids[k]) for k in range(a.pos + 1, max(readers) + 1)
-                    )
-    return terms
-
-
 # --- model ------------------------------------------------------------------------------
 
 
-def time_unit_for(instance: PimProblem) -> float:
-    """Seconds per model unit: a power of ten putting an objective upper bound in [1e4, 1e5)."""
+def time_unit_for(instance: PimProblem, copy: str = UPPER_BOUND) -> float:
+    """Seconds per model unit: a power of ten putting an objective upper bound in [1e4, 1e5)
+    (Eq. 8's bytes at the bandwidths of accounting ``copy`` bound every accounting's)."""
     spec = instance.spec
+    to_pim, to_host = copy_bandwidths(spec, copy)
     bound = (
         instance.cpu_only
         + math.fsum(instance.pim_times.values())
-        + sum(n.fetch_bytes for n in instance.nests) / spec.read_bandwidth
-        + sum(n.flush_bytes for n in instance.nests) / spec.writeback_bandwidth
+        + sum(n.fetch_bytes for n in instance.nests) / to_pim
+        + sum(n.flush_bytes for n in instance.nests) / to_host
         + (len(instance.nests) + 1) * spec.t_sw
     )
     return power_of_ten_unit(bound, _DECADE)
 
 
 def build_pim_model(
-    instance: PimProblem, *, copy: str = "upper_bound", granularity: str = "loop"
+    instance: PimProblem, *, copy: str = "auto", granularity: str = "loop"
 ) -> pyo.ConcreteModel:
     """Minimize Eq. 9 over host/PIM decisions of ``instance``'s nests (see module docstring)."""
     check_mode(copy, granularity)
     spec = instance.spec
+    copy = resolve_copy(copy, spec)
     nests = instance.nests
     ids = [n.id for n in nests]
-    unit = time_unit_for(instance)
+    unit = time_unit_for(instance, copy)
 
     m = pyo.ConcreteModel(name="pim_placement")
     m.copy_mode = copy  # plain attributes: how the model was built
@@ -262,7 +200,7 @@ def build_pim_model(
         m.TIES = pyo.Set(dimen=2, initialize=pairs, ordered=True)
         m.tie = pyo.Constraint(m.TIES, rule=lambda m, a, b: m.pim[b] == m.pim[a])
 
-    if copy == "upper_bound":
+    if copy == UPPER_BOUND:
         # Eq. 8: fetch / B_rd + flush / B_wb of every PIM nest.
         m.t_copy = pyo.Param(
             m.NESTS,
@@ -273,8 +211,12 @@ def build_pim_model(
             },
         )
         m.T_copy = pyo.Expression(expr=sum(m.pim[i] * m.t_copy[i] for i in m.NESTS))
+    elif copy == EXACT_COPY:
+        add_copy_terms(m, exact_terms(nests, *copy_bandwidths(spec, copy)), unit)
+    elif copy == SHARED_COPY:
+        add_copy_terms(m, shared_terms(nests, spec, instance.cache), unit)
     else:
-        _add_exact_copy(m, _exact_terms(nests), spec, unit)
+        add_copy_terms(m, partitioned_terms(nests, spec, instance.n_cores), unit)
 
     if blocks is None:
         m.T_host = pyo.Expression(expr=sum((1 - m.pim[i]) * m.t_cpu[i] for i in m.NESTS))
@@ -291,43 +233,6 @@ def build_pim_model(
         expr=m.T_host + m.T_pim + m.T_copy + m.N_region * m.t_sw, sense=pyo.minimize
     )
     return m
-
-
-def _add_exact_copy(m: pyo.ConcreteModel, terms: _ExactTerms, spec: PimSpec, unit: float) -> None:
-    m.FETCH = pyo.Set(dimen=2, initialize=list(terms.fetch_bytes), ordered=True)
-    m.FLUSH = pyo.Set(dimen=2, initialize=list(terms.flush_bytes), ordered=True)
-    m.fetch_time = pyo.Param(
-        m.FETCH,
-        initialize={k: v / spec.read_bandwidth / unit for k, v in terms.fetch_bytes.items()},
-    )
-    m.flush_time = pyo.Param(
-        m.FLUSH,
-        initialize={k: v / spec.writeback_bandwidth / unit for k, v in terms.flush_bytes.items()},
-    )
-    m.fetch = pyo.Var(m.FETCH, bounds=(0, 1))
-    m.flush = pyo.Var(m.FLUSH, bounds=(0, 1))
-    # Fetch unless the buffer was accessed earlier in the same PIM segment.
-    m.fetch_first = pyo.Constraint(
-        pyo.Set(dimen=2, initialize=terms.fetch_always, ordered=True),
-        rule=lambda m, b, i: m.fetch[b, i] >= m.pim[i],
-    )
-    m.fetch_needed = pyo.Constraint(
-        pyo.Set(dimen=3, initialize=terms.fetch_rows, ordered=True),
-        rule=lambda m, b, i, k: m.fetch[b, i] >= m.pim[i] - m.pim[k],
-    )
-    # Flush when a reader of the value (or the caller, for non-temporaries) is off-segment.
-    m.flush_escape = pyo.Constraint(
-        pyo.Set(dimen=2, initialize=terms.flush_always, ordered=True),
-        rule=lambda m, b, j: m.flush[b, j] >= m.pim[j],
-    )
-    m.flush_needed = pyo.Constraint(
-        pyo.Set(dimen=3, initialize=terms.flush_rows, ordered=True),
-        rule=lambda m, b, j, k: m.flush[b, j] >= m.pim[j] - m.pim[k],
-    )
-    m.T_copy = pyo.Expression(
-        expr=sum(m.fetch[k] * m.fetch_time[k] for k in m.FETCH)
-        + sum(m.flush[k] * m.flush_time[k] for k in m.FLUSH)
-    )
 
 
 def extract_decisions(model: pyo.ConcreteModel) -> dict[str, bool]:

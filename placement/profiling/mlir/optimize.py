@@ -53,9 +53,10 @@ nest a decision unit:
 Every step is optional (``steps=``) so that what each buys can be measured
 (benchmarks/pim_host_baseline.py; its results in benchmarks/README.md). What a nest *is*
 does not change: its id, ONNX node, operands, ``N_iter``, ``N_total`` and trip count are
-those extracted from the unoptimized lowering (the same linalg op, the same iteration space, only the loop order
-and the code of the body differ). The timing markers then wrap, per nest, the outermost
-loop of any kind (scf.parallel or scf.for) carrying the nest's linalg tag
+those extracted from the unoptimized lowering (the same linalg op, the same iteration
+space, only the loop order and the code of the body differ). The timing markers then
+wrap, per nest, the outermost loop of any kind (scf.parallel or scf.for) carrying the
+nest's linalg tag
 (``LoweredProgram.markers_at == "tagged-loop"``; the module records the tags in its
 ``placement.nest_tags`` attribute, so any caller of ``insert_nest_markers`` marks the
 right loops); :func:`optimize_program` checks that every nest maps to exactly one

@@ -198,7 +198,7 @@ def attribute(
 ) -> Attribution:
     """Map each optimized node to fractions of original nodes (rules in the module docstring).
 
-    ``original`` must already carry :func:`node_names` names on its nodes.
+    ``original`` must already carry :func:`~placement.onnxfile.node_names` names on its nodes.
     """
     return _Grouping(original, optimized, shapes or {}).result()
 
