@@ -86,6 +86,27 @@ def test_a_model_of_your_own_is_solved_as_given_with_a_mip_solver():
     assert placed.schedule.makespan >= solve(inst, time_limit=60).schedule.makespan * (1 - 1e-6)
 
 
+@pytest.mark.solver
+def test_a_model_of_your_own_is_solved_whole_where_auto_would_decompose():
+    """A graph "auto" splits (40 blocks competing for the budget): a model of the user's is
+    still solved as given, whole, by the MIP solver "auto" picks for a model (HiGHS), and
+    its row holds: an operator the unconstrained optimum offloads stays on the host."""
+    inst = chain_of_blocks(40, 0.3, seed=9)
+    assert plan_method(inst, time_limit=60).method != "monolithic"
+    free = solve(inst, time_limit=60)
+    assert free.result.options["method"] != "monolithic"
+    moved = next(v for v, on_host in free.schedule.on_host.items() if not on_host)
+    model = build_model(inst, "tightened")
+    model.mine = pyo.Constraint(expr=model.host[moved] == 1)
+    placed = solve(inst, model=model, time_limit=60)
+    res = placed.result
+    assert res.solver == "highs" and res.options["formulation"] == "tightened"
+    assert res.options["method"] == "monolithic" and placed.verification.ok
+    assert placed.schedule.on_host[moved] is True
+    # the user's row only restricts: never better than the free optimum's bound
+    assert placed.schedule.makespan >= (free.result.best_bound or 0.0) * (1 - 1e-6)
+
+
 @pytest.mark.unit
 def test_a_model_of_your_own_refuses_what_cannot_solve_it():
     inst = random_instance(random.Random(12), 8)

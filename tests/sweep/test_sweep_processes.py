@@ -1,6 +1,7 @@
 """`placement sweep` as processes: one sweep at a time in a directory (a second refuses in
-one line, a killed one leaves nothing stuck), and Ctrl-C with worker processes prints
-one line and no worker's traceback. The commands run as real processes."""
+one line, a killed one leaves nothing stuck), a sweep killed with SIGKILL leaves no
+worker process running, and Ctrl-C with worker processes prints one line and no
+worker's traceback. The commands run as real processes."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from placement.errors import PlacementError
+from placement.solvers.workers import WATCH_SECONDS
 from placement.sweep.grid import build_grid
 from placement.sweep.run import run_sweep
 from placement.sweep.store import LOCK_FILE, SweepStore
@@ -119,3 +121,54 @@ def test_ctrl_c_in_a_sweep_with_workers_prints_one_line(tmp_path):
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert err.count("\n") == 1 and err.startswith("placement: interrupted;"), err
     assert len(logged(out)) < 160
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes below ``pid`` now, from /proc (each process's parent)."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended while listed
+            continue
+        parent[int(stat.parent.name)] = int(fields[1])
+    found, todo = set(), [pid]
+    while todo:
+        below = [p for p, pp in parent.items() if pp == todo.pop()]
+        found.update(below)
+        todo.extend(below)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_sweep_killed_with_sigkill_leaves_no_worker_running(tmp_path):
+    """The issue's case: ``kill -9`` of a sweep with two workers used to leave them solving.
+    Every process below the sweep (workers, the resource tracker) ends on its own."""
+    out = tmp_path / "s"
+    crossbars = ",".join(str(c) for c in range(1, 41))
+    proc = start(sweep_command(out, crossbars, "--workers", "2"), start_new_session=True)
+    try:
+        end = time.monotonic() + 300
+        while time.monotonic() < end and proc.poll() is None and len(logged(out)) < 2:
+            time.sleep(0.02)
+        assert proc.poll() is None, "the sweep ended before it could be killed"
+        below = descendants(proc.pid)
+        assert len(below) >= 2, below  # the two workers at least
+    finally:
+        proc.kill()
+        proc.communicate()
+    end = time.monotonic() + 10 * WATCH_SECONDS + 5
+    while time.monotonic() < end and any(alive(p) for p in below):
+        time.sleep(0.05)
+    left = [p for p in below if alive(p)]
+    for p in left:  # do not leave them to the rest of the test run
+        os.kill(p, signal.SIGKILL)
+    assert not left, left
