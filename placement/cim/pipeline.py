@@ -489,26 +489,27 @@ def plan_method(
     largest = max((len(b.operators) for b in blocks), default=n)
     if n < AUTO_DECOMPOSE_MIN_OPERATORS:
         return MethodPlan("monolithic", f"{n} operators: one model closes fast")
-    if sum(1 for b in blocks if b.operators) < 2:
+    nonempty = sum(1 for b in blocks if b.operators)  # as the result counts them
+    if nonempty < 2:
         return MethodPlan("monolithic", "no two blocks between cut operators")
     if largest > AUTO_DECOMPOSE_MAX_BLOCK_SHARE * n:
         return MethodPlan("monolithic", f"one block holds {largest / n:.0%} of the operators")
     usable = sum(op.crossbars for op in instance.operators
                  if op.supported and op.crossbars <= instance.crossbar_budget)  # fmt: skip
     if usable <= instance.crossbar_budget:
-        why = f"{len(blocks)} blocks; the budget fits every CIM-capable operator"
+        why = f"{nonempty} blocks; the budget fits every CIM-capable operator"
         return MethodPlan("decomposition", why, decomposed)
     if time_limit is None:
-        return MethodPlan("decomposition", f"{len(blocks)} blocks; no time limit: the"
+        return MethodPlan("decomposition", f"{nonempty} blocks; no time limit: the"
                           " decomposition proves the optimum", decomposed)  # fmt: skip
     rest = (1 - AUTO_DECOMPOSITION_SHARE) * time_limit
     if build_estimate(instance) > AUTO_WHOLE_MAX_BUILD_SHARE * rest:
-        return MethodPlan("decomposition", f"{len(blocks)} blocks; the whole model (about"
+        return MethodPlan("decomposition", f"{nonempty} blocks; the whole model (about"
                           f" {build_estimate(instance):.2g} s to build) could not be searched in"
                           f" the {rest:.3g} s after them", decomposed)  # fmt: skip
     return MethodPlan(
         "decomposition+monolithic",
-        f"{len(blocks)} blocks and a budget that binds them: the decomposition, and if"
+        f"{nonempty} blocks and a budget that binds them: the decomposition, and if"
         f" after {AUTO_DECOMPOSITION_SHARE:.0%} of the time its gap is above"
         f" {AUTO_WHOLE_MIN_GAP:.0%}, the whole model from its placement; the better"
         " placement and bound are kept",

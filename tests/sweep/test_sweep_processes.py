@@ -134,7 +134,8 @@ def descendants(pid: int) -> set[int]:
         parent[int(stat.parent.name)] = int(fields[1])
     found, todo = set(), [pid]
     while todo:
-        below = [p for p, pp in parent.items() if pp == todo.pop()]
+        above = todo.pop()
+        below = [p for p, pp in parent.items() if pp == above]
         found.update(below)
         todo.extend(below)
     return found
