@@ -92,13 +92,13 @@ def test_a_model_of_your_own_is_solved_whole_where_auto_would_decompose():
     still solved as given, whole, by the MIP solver "auto" picks for a model (HiGHS), and
     its row holds: an operator the unconstrained optimum offloads stays on the host."""
     inst = chain_of_blocks(40, 0.3, seed=9)
-    assert plan_method(inst, time_limit=60).method != "monolithic"
-    free = solve(inst, time_limit=60)
+    assert plan_method(inst, time_limit=30).method != "monolithic"
+    free = solve(inst, time_limit=30)
     assert free.result.options["method"] != "monolithic"
     moved = next(v for v, on_host in free.schedule.on_host.items() if not on_host)
     model = build_model(inst, "tightened")
     model.mine = pyo.Constraint(expr=model.host[moved] == 1)
-    placed = solve(inst, model=model, time_limit=60)
+    placed = solve(inst, model=model, time_limit=30)
     res = placed.result
     assert res.solver == "highs" and res.options["formulation"] == "tightened"
     assert res.options["method"] == "monolithic" and placed.verification.ok
