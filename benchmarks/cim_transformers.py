@@ -31,6 +31,7 @@ import onnx
 
 from placement import cim, load_graph, load_hardware, profile_host
 from placement.networks.workloads import GPT2, LLAMA7B, decoder_stack
+from placement.profiling.host_profile import HostProfile
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -67,6 +68,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10, help="ONNX Runtime profiling runs")
     ap.add_argument("--hardware", default="x86-ryzen")
     ap.add_argument("--llama-hidden", type=int, default=1024)
+    ap.add_argument("--keep-profiles", action="store_true",
+                    help="profile each stack once and reuse the profile from benchmarks/out/"
+                    " afterwards (compare code versions on the same latencies)")
     args = ap.parse_args()
     load = os.getloadavg()[0]
     print(f"machine load before: {load:.2f} (1-minute average, {os.cpu_count()} CPUs)")
@@ -74,7 +78,16 @@ def main() -> None:
         tick = time.perf_counter()
         graph = load_graph(path)
         ingest = time.perf_counter() - tick
-        profile = profile_host(graph, runs=args.runs, warmup=2)
+        saved = OUT / f"{name}.profile.json"
+        if args.keep_profiles and saved.exists():
+            profile = HostProfile.load(saved)
+            load = profile.metadata.get("machine_load", {})
+            print(f"{name}: profile reused from {saved} (1-minute load when measured:"
+                  f" {load.get('loadavg_before', '?')})")  # fmt: skip
+        else:
+            profile = profile_host(graph, runs=args.runs, warmup=2)
+            if args.keep_profiles:
+                profile.save(saved)
         n = len(graph.operators)
         print(f"\n{name}: {n} operators, ingested in {ingest:.1f} s; CPU-only (ONNX Runtime,"
               f" 1 thread, measured here) {profile.kernel_total * 1e3:.2f} ms")  # fmt: skip

@@ -16,8 +16,11 @@ import networkx as nx
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
 
 
-def brute_force_makespan(instance: CimInstance) -> tuple[float, dict[str, bool], list[str]]:
-    """Minimum makespan over every assignment within budget and every host sequence.
+def brute_force_makespan(
+    instance: CimInstance, price: float = 0.0
+) -> tuple[float, dict[str, bool], list[str]]:
+    """Minimum makespan (plus ``price`` x the crossbars used: a priced solve's objective)
+    over every assignment within budget and every host sequence.
 
     For each assignment of supported operators (unsupported ones stay on the
     host) whose crossbars fit the budget, every sequence of the host operators
@@ -35,11 +38,13 @@ def brute_force_makespan(instance: CimInstance) -> tuple[float, dict[str, bool],
         on_host = {v: True for v in names}
         on_host.update(zip(supported, choice, strict=True))
         offloaded = [v for v in names if not on_host[v]]
-        if sum(instance.by_name[v].crossbars for v in offloaded) > instance.crossbar_budget:
+        crossbars = sum(instance.by_name[v].crossbars for v in offloaded)
+        if crossbars > instance.crossbar_budget:
             continue
         host = [v for v in names if on_host[v]]
         blockers = {v: {a for a in ancestors[v] if on_host[a]} for v in host}
         rest = sum(instance.by_name[v].t_host for v in host)
+        best.extra = price * crossbars
         _extend(instance, on_host, host, blockers, [], {}, 0.0, rest, best)
     assert best.on_host is not None and best.order is not None
     return best.makespan, best.on_host, best.order
@@ -47,7 +52,8 @@ def brute_force_makespan(instance: CimInstance) -> tuple[float, dict[str, bool],
 
 class _Best:
     def __init__(self) -> None:
-        self.makespan = math.inf
+        self.makespan = math.inf  # with the price of its crossbars
+        self.extra = 0.0  # the price of the assignment being searched
         self.on_host: dict[str, bool] | None = None
         self.order: list[str] | None = None
 
@@ -74,14 +80,14 @@ def _extend(instance: CimInstance, on_host: dict[str, bool], host: list[str],
             blockers: dict[str, set[str]], seq: list[str], fin: dict[str, float],
             host_free: float, rest: float, best: _Best) -> None:
     """Depth-first over host sequences; ``fin`` holds finishes known so far."""
-    if max(max(fin.values(), default=0.0), host_free + rest) >= best.makespan:
+    if max(max(fin.values(), default=0.0), host_free + rest) + best.extra >= best.makespan:
         return  # cannot beat the best: every finish only grows, host work is serial
     if len(seq) == len(host):
         fin = dict(fin)
         for v in on_host:
             if not on_host[v]:
                 _finish_of(instance, on_host, v, fin)
-        makespan = max(fin.values())
+        makespan = max(fin.values()) + best.extra
         if makespan < best.makespan:
             best.makespan, best.on_host, best.order = makespan, dict(on_host), list(seq)
         return

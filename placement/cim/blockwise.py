@@ -1,30 +1,34 @@
 """The CIM pipeline's decomposed solve: :func:`placement.cim.decompose.decompose` with each
-block solved by the pipeline itself, whole, in this process or in worker processes.
+block solved by the pipeline itself, whole (or priced: :mod:`placement.cim.priced`), in
+this process, in worker processes or on a Dask cluster.
 
 The pipeline (:func:`placement.cim.pipeline.solve`) passes itself in as ``solve_fn``, so this
 module does not import it: the layers stay a tree. With ``workers > 1`` a round's block
-solves run in that many spawned processes (``spawn``, not ``fork``: the parent may run
-threads, such as the progress line's, that a forked child would inherit half-held); each
-worker imports the pipeline once (two spawned workers were ready in 1.0-1.2 s on the
-project's 2-core VM at load 0.9; paid in the first round) and solves with
-one solver thread unless the caller set ``threads``. Blocks are independent, so results
-are the same as in one process, up to what time-limited block solves find in their time.
+solves run in that many spawned processes (:func:`placement.solvers.workers.process_pool`:
+they die with this one and leave Ctrl-C to it); each worker imports the pipeline once
+(two spawned workers were ready in 1.0-1.2 s on the project's 2-core VM at load 0.9;
+paid in the first round). With a Dask ``client``, they run on its cluster (whose
+workers need this package installed). Either way each block solve uses one solver
+thread unless the caller set ``threads``. Blocks are independent, so results are the
+same as in one process, up to what time-limited block solves find in their time (each
+gets its share of the round times the number of solves running at once).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from typing import Any
 
-from placement.cim.deadline import MIN_SOLVE, Deadline, Phases, end_reserve
+from placement.cim.deadline import HEURISTIC_SHARE, MIN_SOLVE, Deadline, Phases, end_reserve
 from placement.cim.decompose import Decomposed, decompose
+from placement.cim.frontier import floor_bound
 from placement.cim.instance import CimInstance
-from placement.cim.schedule import CimSchedule, best_start
+from placement.cim.list_scheduling import heuristic_schedule
+from placement.cim.priced import solve_priced
+from placement.cim.schedule import CimSchedule, all_host_schedule, best_start
 from placement.errors import PlacementError
 from placement.solvers.base import (
     ModelSize,
@@ -33,8 +37,10 @@ from placement.solvers.base import (
     SolveStatus,
     gap_to_lower_bound,
 )
+from placement.solvers.workers import cluster_threads, process_pool
 
 NO_TIME = "not solved (no time)"
+BLOCK_ERROR = "solver error (its start kept)"
 BlockOutcome = tuple[CimSchedule, float, "ModelSize | None", str]
 
 
@@ -44,14 +50,66 @@ def block_task(
     limit: float | None,
     known: list[CimSchedule],
     settings: dict[str, Any],
+    price: float | None = None,
 ) -> BlockOutcome:
     """One block solve (picklable: a worker process runs it): its schedule, its bound,
-    the model size and the status; a limit below the least worth starting is no solve."""
+    the model size and the status; a limit below the least worth starting is no solve.
+    With ``price``: a priced solve (:func:`placement.cim.priced.solve_priced`), whose
+    bound is of the least makespan + price x crossbars."""
     if limit is not None and limit < MIN_SOLVE:
         return best_start(sub, [("known", s) for s in known])[1], 0.0, None, NO_TIME
-    placed = solve_fn(sub, time_limit=limit, starts=known, method="monolithic", **settings)
+    if not known and len(sub.parallel_pairs) <= settings["heuristic_pairs"]:
+        # few ordering decisions: the model closes faster than the heuristic runs
+        known = [all_host_schedule(sub)]
+    if price is None and not known:
+        # The heuristic first, stopped as soon as it meets the floor: many blocks are
+        # bound by their host work, and then its placement is proven without a model.
+        tick = time.perf_counter()
+        floor = floor_bound(sub)
+        first = heuristic_schedule(sub, seconds=None if limit is None else HEURISTIC_SHARE
+                                   * limit, target=floor * (1 + settings["rel_gap"]))  # fmt: skip
+        if first.makespan <= floor * (1 + settings["rel_gap"]):
+            return first, floor, None, "optimal"
+        known = [first]
+        if limit is not None:
+            limit = max(limit - (time.perf_counter() - tick), MIN_SOLVE)
+    if price is not None:
+        return solve_priced(sub, price, formulation=settings["formulation"],
+                            solver=settings["solver"], time_limit=limit,
+                            rel_gap=settings["rel_gap"], threads=settings["threads"],
+                            starts=known)  # fmt: skip
+    options = {k: v for k, v in settings.items() if k != "heuristic_pairs"}
+    try:
+        placed = solve_fn(sub, time_limit=limit, starts=known, method="monolithic", **options)
+    except PlacementError:
+        # A block's solver error (a claim its own decisions do not meet, a failed solve):
+        # its starts stand, with no bound; the other blocks and the rounds go on.
+        return best_start(sub, [("known", s) for s in known])[1], 0.0, None, BLOCK_ERROR
     schedule = placed.schedule or best_start(sub, [("known", s) for s in known])[1]
     return schedule, placed.result.best_bound or 0.0, placed.result.size, placed.result.status.value
+
+
+def _on_dask(
+    client: Any,
+    solve_fn: Callable[..., Any],
+    settings: dict[str, Any],
+    jobs: list[tuple[CimInstance, float | None, list[CimSchedule], float | None]],
+) -> list[BlockOutcome]:
+    """A round's block solves on a Dask cluster, results in order; the round's tasks are
+    cancelled when this process is interrupted or one of them fails."""
+    futures = [client.submit(block_task, solve_fn, sub, limit, known, settings, price,
+                             pure=False) for sub, limit, known, price in jobs]  # fmt: skip
+    try:
+        return client.gather(futures)
+    except BaseException as exc:
+        client.cancel(futures)
+        if not isinstance(exc, Exception) or isinstance(exc, PlacementError):
+            raise
+        hint = ("; the Dask workers need the placement package installed"
+                if isinstance(exc, ImportError) else "")  # fmt: skip
+        raise PlacementError(
+            f"a block solve failed on the Dask cluster: {type(exc).__name__}: {exc}{hint}"
+        ) from None
 
 
 def solve_decomposed(
@@ -67,15 +125,26 @@ def solve_decomposed(
     warm_start: bool | None,
     progress: Callable[[str], None] | None,
     workers: int = 1,
+    client: Any = None,
+    heuristic_pairs: int = 0,
+    hand_over: Callable[[float, float], bool] | None = None,
 ) -> tuple[SolveResult, CimSchedule]:
     """The decomposition with each block solved by ``solve_fn`` (the pipeline), whole;
-    the result against the best start, with the certified bound."""
+    the result against the best start, with the certified bound. A round's block solves
+    run on the Dask cluster of ``client`` (a ``distributed.Client``) if given, else in
+    ``workers`` local processes when more than one. A block with at most
+    ``heuristic_pairs`` parallel pairs is first solved from the everything-on-host
+    placement, a larger one from the heuristic's (which stops at the block's floor: then
+    proven without a model). ``hand_over(best, bound)`` is asked before each round whether
+    to stop for another method (:func:`~placement.cim.decompose.decompose`)."""
     reserve = end_reserve(instance)
     sizes: list[ModelSize] = []
     statuses: dict[str, int] = {}
-    threads = options.threads if options.threads is not None or workers == 1 else 1
+    alone = workers == 1 and client is None
+    threads = options.threads if options.threads is not None or alone else 1
     settings = {"formulation": formulation, "solver": solver, "rel_gap": options.rel_gap,
-                "threads": threads, "warm_start": warm_start}  # fmt: skip
+                "threads": threads, "warm_start": warm_start,
+                "heuristic_pairs": heuristic_pairs}  # fmt: skip
 
     def keep(outcome: BlockOutcome) -> tuple[CimSchedule, float]:
         schedule, bound, size, status = outcome
@@ -84,8 +153,9 @@ def solve_decomposed(
         statuses[status] = statuses.get(status, 0) + 1
         return schedule, bound
 
-    def solve_block(sub: CimInstance, limit: float | None, known: list[CimSchedule]):
-        return keep(block_task(solve_fn, sub, limit, known, settings))
+    def solve_block(sub: CimInstance, limit: float | None, known: list[CimSchedule],
+                    price: float | None):  # fmt: skip
+        return keep(block_task(solve_fn, sub, limit, known, settings, price))
 
     def left() -> float | None:
         now = deadline.left()
@@ -97,14 +167,21 @@ def solve_decomposed(
     tick = time.perf_counter()
     with ExitStack() as stack:
         solve_batch = None
-        if workers > 1:
-            pool = stack.enter_context(ProcessPoolExecutor(
-                max_workers=workers, mp_context=multiprocessing.get_context("spawn")))
+        parallel = 1
+        if client is not None:
+            parallel = cluster_threads(client)
+
+            def solve_batch(jobs):
+                return [keep(o) for o in _on_dask(client, solve_fn, settings, jobs)]
+
+        elif workers > 1:
+            parallel = workers
+            pool = stack.enter_context(process_pool(workers))
 
             def solve_batch(jobs):
                 try:
-                    futures = [pool.submit(block_task, solve_fn, sub, limit, known, settings)
-                               for sub, limit, known in jobs]  # fmt: skip
+                    futures = [pool.submit(block_task, solve_fn, sub, limit, known, settings,
+                                           price) for sub, limit, known, price in jobs]  # fmt: skip
                     return [keep(f.result()) for f in futures]
                 except BrokenProcessPool as exc:
                     raise PlacementError(
@@ -118,20 +195,28 @@ def solve_decomposed(
             instance, solve_block, rel_gap=options.rel_gap, left=left,
             blocks_and_cuts=blocks_and_cuts, progress=progress,
             bounds=None if monitor is None else monitor.improved,
-            solve_batch=solve_batch, parallel=workers,
+            solve_batch=solve_batch, parallel=parallel, hand_over=hand_over,
         )  # fmt: skip
     seconds = time.perf_counter() - tick
     phases.ran("decomposition", seconds)
-    origin, schedule = best_start(instance, starts)
-    if done.schedule.makespan <= schedule.makespan:
-        origin, schedule = "decomposition", done.schedule
+    # The combination is never slower than everything on the host (one of the
+    # combinations); only a given start can beat it.
+    origin, schedule = "decomposition", done.schedule
+    if starts:
+        other, start = best_start(instance, starts)
+        if start.makespan < schedule.makespan:
+            origin, schedule = other, start
     makespan = schedule.makespan
     bound = min(done.lower_bound, makespan)
     gap = gap_to_lower_bound(makespan, bound)
     status = SolveStatus.OPTIMAL if gap <= options.rel_gap else SolveStatus.TIME_LIMIT
+    where = ""
+    if client is not None:
+        where = f" on the Dask cluster at {client.scheduler.address} ({parallel} threads)"
+    elif workers > 1:
+        where = f" in {workers} worker processes"
     notes = [f"decomposed into {done.blocks} blocks at {done.cuts} cut operators,"
-             f" {done.solves} block solves in {done.rounds} rounds"
-             + (f" in {workers} worker processes" if workers > 1 else "")]  # fmt: skip
+             f" {done.solves} block solves in {done.rounds} rounds{where}"]  # fmt: skip
     if status != SolveStatus.OPTIMAL:
         notes.append(f"stopped: {done.ended}")
     if origin != "decomposition":
@@ -140,7 +225,9 @@ def solve_decomposed(
                      sum(s.constraints for s in sizes))  # fmt: skip
     extra = options.recorded() | done.to_json() | {
         "formulation": formulation, "block_statuses": statuses, "start_from": origin,
-        "workers": workers, "phases": phases.records,
+        "workers": parallel if client is None else 1,
+        "scheduler": None if client is None else client.scheduler.address,
+        "phases": phases.records,
     }  # fmt: skip
     result = SolveResult(
         status=status, solver=solver, objective=makespan, best_bound=bound, gap=gap,

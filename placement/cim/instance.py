@@ -151,10 +151,15 @@ class CimInstance:
             pairs.extend((u, names[j]) for j in bits_of(free))
         return pairs
 
-    @property
+    @cached_property
     def cpu_only_latency(self) -> float:
         """Makespan with every operator on the host: the serial sum of host latencies."""
         return math.fsum(op.t_host for op in self.operators)
+
+    @cached_property
+    def transfer_total(self) -> float:
+        """Every transfer latency added up (seconds)."""
+        return math.fsum(e.t_transfer for e in self.edges)
 
 
 def _check_time(value: float, what: str) -> None:

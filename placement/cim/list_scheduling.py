@@ -96,9 +96,11 @@ def _index_graph(instance: CimInstance) -> _Graph:
 class _Evaluator:
     """List scheduling of one assignment; the best makespan over a few priority rules."""
 
-    def __init__(self, g: _Graph, deadline: float | None = None) -> None:
+    def __init__(self, g: _Graph, deadline: float | None = None, target: float = -1.0) -> None:
         self.g = g
         self.deadline = deadline  # time.perf_counter() value: stop searching after it
+        self.target = target  # stop searching once a makespan this low is found
+        self.best = math.inf
         self.timed_out = False
         self.n = len(g.names)
         self.t_host_arr = np.array(g.t_host)
@@ -107,8 +109,9 @@ class _Evaluator:
         self.evals = 0  # assignments evaluated
 
     def done(self, stop_at: int) -> bool:
-        """The search must stop: ``stop_at`` evaluations made, or the deadline passed."""
-        return self.evals >= stop_at or self.past_deadline()
+        """The search must stop: ``stop_at`` evaluations made, the target reached, or the
+        deadline passed."""
+        return self.evals >= stop_at or self.best <= self.target or self.past_deadline()
 
     def past_deadline(self) -> bool:
         if self.deadline is not None and time.perf_counter() >= self.deadline:
@@ -229,6 +232,7 @@ class _Evaluator:
                 if best is None or res[0] < best[0]:
                     best = res
         assert best is not None
+        self.best = min(self.best, best[0])
         return best
 
 
@@ -258,7 +262,11 @@ def _greedy_starts(g: _Graph, budget: int) -> list[list[bool]]:
 
 
 def heuristic_schedule(
-    instance: CimInstance, *, max_evals: int | None = None, seconds: float | None = None
+    instance: CimInstance,
+    *,
+    max_evals: int | None = None,
+    seconds: float | None = None,
+    target: float | None = None,
 ) -> CimSchedule:
     """A good feasible schedule by greedy assignment, list scheduling and local search.
 
@@ -266,13 +274,15 @@ def heuristic_schedule(
     search may evaluate in all, each by four list schedules; default scaled to the
     graph size, see ``DEFAULT_WORK``). ``seconds`` caps the search's wall time as well
     (the part of a deadline the caller gives it); the result is then the best found so
-    far, and no longer deterministic under machine load.
+    far, and no longer deterministic under machine load. ``target``: the search stops
+    once it found a makespan this low (a lower bound the caller knows: no better exists).
     """
     g = _index_graph(instance)
     n = len(g.names)
     if max_evals is None:
         max_evals = min(_MAX_EVALS, max(_MIN_EVALS, DEFAULT_WORK // n))
-    ev = _Evaluator(g, None if seconds is None else time.perf_counter() + seconds)
+    ev = _Evaluator(g, None if seconds is None else time.perf_counter() + seconds,
+                    -1.0 if target is None else target)  # fmt: skip
     budget = instance.crossbar_budget
     # Half the budget for descents from the greedy starts, the rest for kicks.
     starts = _greedy_starts(g, budget)
@@ -285,7 +295,7 @@ def heuristic_schedule(
     assert best is not None
     best = _kicks(g, ev, budget, best, max_evals)
     makespan, order, host = best
-    if not ev.timed_out:
+    if not ev.timed_out and makespan > ev.target:
         # One pass over the sequence, but never more list schedules than the search itself
         # made (4 per evaluation): each costs O(n), so a pass of n tries is quadratic.
         limit = min(max(n, _MIN_EVALS), 4 * max_evals)

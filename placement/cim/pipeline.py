@@ -20,14 +20,22 @@ Solvers:
   the bound reported is the better of the two (both are valid lower bounds);
 * ``auto``: ``cpsat+highs`` where the formulation is ``tightened`` (many parallel
   pairs; why: benchmarks/README.md), a start is allowed and OR-Tools is installed;
-  HiGHS otherwise.
+  HiGHS otherwise. A Pyomo model of your own is solved as given: its formulation read
+  from it (:func:`model_formulation`), ``auto`` is HiGHS.
 
 Methods: ``monolithic`` solves the whole instance as one model; ``decomposition``
 splits it at the operators no edge jumps over and solves the blocks between them alone,
 combining them exactly (``placement.cim.decompose``; each block with the formulation
-and solver asked for); ``auto`` decomposes graphs of at least
-:data:`AUTO_DECOMPOSE_MIN_OPERATORS` operators whose largest block holds at most
-:data:`AUTO_DECOMPOSE_MAX_BLOCK_SHARE` of them.
+and solver asked for); ``auto`` (:func:`plan_method`) solves whole a model of your own,
+a graph of fewer than :data:`AUTO_DECOMPOSE_MIN_OPERATORS` operators and one whose
+largest block holds more than :data:`AUTO_DECOMPOSE_MAX_BLOCK_SHARE` of them; it
+decomposes the others, and where their blocks compete for the budget and a time limit
+is set, it measures: if the decomposition's gap is still above
+:data:`AUTO_WHOLE_MIN_GAP` once :data:`AUTO_DECOMPOSITION_SHARE` of the time has passed,
+the whole model takes over from its placement (unless it could not even be built in
+the time left) and the better placement and bound are kept. The result's
+``options["method"]`` says what ran, ``"method_choice"`` why, and ``"method_kept"``
+(after both) whose placement and bound are reported.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -54,7 +63,8 @@ from placement.cim.deadline import (
     end_reserve,
     phase_limit,
 )
-from placement.cim.decompose import split, trivial_bound
+from placement.cim.decompose import HANDED_OVER
+from placement.cim.frontier import Block, floor_bound, split
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.schedule import CimSchedule, best_start, retime
@@ -79,6 +89,7 @@ from placement.solvers.base import (
 )
 from placement.solvers.names import SOLVERS
 from placement.solvers.registry import MIP_BACKENDS, get_backend
+from placement.solvers.workers import check_scheduler_address, connect
 
 #: What ``formulation=`` accepts.
 FORMULATION_CHOICES: tuple[str, ...] = ("auto", *FORMULATIONS)
@@ -91,6 +102,17 @@ AUTO_DECOMPOSE_MIN_OPERATORS = 150
 #: mostly one block closes faster whole than by solving that block again and again for the
 #: decomposition's frontier (the YOLOv5n measurement in benchmarks/README.md).
 AUTO_DECOMPOSE_MAX_BLOCK_SHARE = 0.5
+#: When the budget binds the blocks and the deadline allows, "auto" gives the decomposition
+#: this share of the time and the whole model the rest, from the decomposition's
+#: placement (the LLaMA-style stack of benchmarks/README.md: blocks alone left a weaker
+#: bound than the whole model)...
+AUTO_DECOMPOSITION_SHARE = 0.5
+#: ... unless building the whole model would take more than this share of its time: then
+#: it could not search, and the decomposition gets all of the time. The decomposition
+#: keeps the rest of the time too if its gap is within this by then (closing the last
+#: percent is what the blocks do fast: benchmarks/README.md).
+AUTO_WHOLE_MAX_BUILD_SHARE = 0.1
+AUTO_WHOLE_MIN_GAP = 0.01
 #: What "auto" stands for on a block of a decomposition (chosen with benchmarks/cim_scale.py).
 BLOCK_FORMULATION = "tightened"
 BLOCK_SOLVER = "highs"
@@ -160,16 +182,44 @@ def resolve_formulation(instance: CimInstance, formulation: str) -> str:
     return formulation
 
 
-def resolve_solver(formulation: str, solver: str, warm_start: bool | None) -> str:
-    """The solver "auto" stands for, given the resolved formulation (module docstring)."""
+def resolve_solver(
+    formulation: str, solver: str, warm_start: bool | None, *, mip: bool = False
+) -> str:
+    """The solver "auto" stands for, given the resolved formulation (module docstring);
+    ``mip``: a Pyomo model must be solved (a model of your own), by a MIP solver."""
     if solver not in SOLVERS:
         raise PlacementError(f"unknown solver {solver!r}; known: {', '.join(SOLVERS)}")
+    if mip and solver not in (*MIP_BACKENDS, "auto"):
+        raise PlacementError(
+            f"a Pyomo model of your own is solved by a MIP solver ({', '.join(MIP_BACKENDS)}"
+            f" or auto), not {solver!r}"
+        )
     if solver != "auto":
         return solver
-    if (formulation == "tightened" and warm_start is not False
+    if (not mip and formulation == "tightened" and warm_start is not False
             and get_backend("cpsat").available()):
         return "cpsat+highs"
     return "highs"
+
+
+def model_formulation(model: pyo.ConcreteModel, formulation: str = "auto") -> str:
+    """The formulation a model of your own was built with (its ``families``, as
+    :func:`build_model` records them): a name of :data:`FORMULATIONS`, or "custom"; a
+    ``formulation`` given besides must agree."""
+    families = tuple(getattr(model, "families", ()))
+    if not families:
+        raise PlacementError(
+            "this Pyomo model was not built by placement.cim.build_model (it records no"
+            " constraint families): build it there and add your constraints to it"
+        )
+    named = next((name for name, fams in FORMULATIONS.items()
+                  if set(fams) == set(families)), "custom")  # fmt: skip
+    if formulation not in ("auto", named):
+        raise PlacementError(
+            f"formulation {formulation!r} given, but the model was built as {named!r}"
+            f" ({', '.join(families)}): leave formulation at 'auto'"
+        )
+    return named
 
 
 def unavailable_reason(solver: str) -> str | None:
@@ -214,6 +264,8 @@ def solve(
     progress: Callable[[str], None] | None = None,
     monitor: SolveMonitor | None = None,
     workers: int = 1,
+    scheduler: Any = None,
+    scheduler_timeout: float = 10.0,
 ) -> CimPlacement:
     """Optimal (or, with a time limit, best found) placement of ``instance``, verified.
 
@@ -237,7 +289,10 @@ def solve(
     as it starts and the incumbent and bound (seconds) as they improve (from the solvers'
     callbacks, HiGHS and CP-SAT; :class:`~placement.solvers.base.SolveMonitor`).
     ``workers``: processes for the block solves of a decomposition (1: this process;
-    :mod:`placement.cim.blockwise`).
+    :mod:`placement.cim.blockwise`). ``scheduler``: a Dask scheduler's address (connected
+    to within ``scheduler_timeout`` seconds, closed at the end) or a
+    ``distributed.Client``: the block solves of a decomposition run on that cluster
+    instead (``workers`` is then not used); a whole model is solved here.
 
     The result's ``options`` record ``formulation``, ``heuristic_makespan`` and
     ``heuristic_seconds`` (when the heuristic ran) and ``start`` (HiGHS's verdict).
@@ -249,32 +304,45 @@ def solve(
     options.check()
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise PlacementError(f"workers must be a positive integer, got {workers!r}")
+    if isinstance(scheduler, str):
+        check_scheduler_address(scheduler)
     deadline = Deadline(time_limit)
     block_formulation, block_solver = block_choices(formulation, solver)
-    formulation = resolve_formulation(instance, formulation)
-    solver = resolve_solver(formulation, solver, warm_start)
-    if model is not None and solver not in MIP_BACKENDS:
-        raise PlacementError(f"a Pyomo model of your own needs a MIP solver, not {solver!r}")
-    given = [("given", s) for s in starts]
-    blocks = _decomposition(instance, method, model)
-    if blocks is not None:
-        result, schedule = solve_decomposed(
-            instance, solve, formulation=block_formulation, solver=block_solver,
-            options=options, deadline=deadline, starts=given, blocks_and_cuts=blocks,
-            warm_start=warm_start, progress=progress, workers=workers)  # fmt: skip
-    elif solver == "cpsat":
-        result, schedule = _cpsat(instance, options, deadline, given)
-    elif solver == "cpsat+highs":
-        result, schedule = _cpsat_then_highs(instance, options, deadline, given)
+    if model is not None:
+        formulation = model_formulation(model, formulation)
+        solver = resolve_solver(formulation, solver, warm_start, mip=True)
     else:
-        result, schedule = solve_mip(
-            instance, solver, formulation, options, model=model, warm_start=warm_start,
-            starts=given, deadline=deadline,
-        )  # fmt: skip
-    if blocks is None:
-        result.options["method"] = "monolithic"
-        if schedule is not None:
-            result = _with_floor(result, instance, options.rel_gap)
+        formulation = resolve_formulation(instance, formulation)
+        solver = resolve_solver(formulation, solver, warm_start)
+    given = [("given", s) for s in starts]
+    plan = plan_method(instance, method, model=model, time_limit=time_limit)
+
+    def whole(deadline: Deadline, starts: Sequence[tuple[str, CimSchedule]]
+              ) -> tuple[SolveResult, CimSchedule | None]:  # fmt: skip
+        return _monolithic(instance, solver, formulation, options, deadline, starts,
+                           model=model, warm_start=warm_start)  # fmt: skip
+
+    with ExitStack() as stack:
+        client = scheduler
+        if isinstance(scheduler, str) and plan.method != "monolithic":
+            client = connect(scheduler, scheduler_timeout)
+            stack.callback(client.close)
+
+        def blocks(hand_over: Callable[[float, float], bool] | None = None
+                   ) -> tuple[SolveResult, CimSchedule]:  # fmt: skip
+            return solve_decomposed(
+                instance, solve, formulation=block_formulation, solver=block_solver,
+                options=options, deadline=deadline, starts=given, blocks_and_cuts=plan.blocks,
+                warm_start=warm_start, progress=progress, workers=workers, client=client,
+                heuristic_pairs=AUTO_MAX_PAIRS_FOR_BOUNDED, hand_over=hand_over)  # fmt: skip
+
+        if plan.method == "monolithic":
+            result, schedule = whole(deadline, given)
+        elif plan.method == "decomposition":
+            result, schedule = blocks()
+        else:
+            result, schedule = _blocks_then_whole(blocks, whole, deadline, options.rel_gap)
+    result.options["method_choice"] = plan.why
     verification = None
     if schedule is not None:
         verification = verify_cim(instance, schedule, claimed=result.objective)
@@ -282,11 +350,91 @@ def solve(
     return CimPlacement(instance, result, schedule, verification, instance.cpu_only_latency)
 
 
+def _monolithic(
+    instance: CimInstance, solver: str, formulation: str, options: SolveOptions,
+    deadline: Deadline, starts: Sequence[tuple[str, CimSchedule]], *,
+    model: pyo.ConcreteModel | None, warm_start: bool | None,
+) -> tuple[SolveResult, CimSchedule | None]:  # fmt: skip
+    """The whole instance as one model with ``solver``; its bound at least the floor."""
+    if solver == "cpsat":
+        result, schedule = _cpsat(instance, options, deadline, starts)
+    elif solver == "cpsat+highs":
+        result, schedule = _cpsat_then_highs(instance, options, deadline, starts)
+    else:
+        result, schedule = solve_mip(
+            instance, solver, formulation, options, model=model, warm_start=warm_start,
+            starts=starts, deadline=deadline,
+        )  # fmt: skip
+    result.options["method"] = "monolithic"
+    if schedule is not None:
+        result = _with_floor(result, instance, options.rel_gap)
+    return result, schedule
+
+
+def _blocks_then_whole(
+    blocks: Callable[[Callable[[float, float], bool]], tuple[SolveResult, CimSchedule]],
+    whole: Callable[[Deadline, Sequence[tuple[str, CimSchedule]]],
+                    tuple[SolveResult, CimSchedule | None]],
+    deadline: Deadline,
+    rel_gap: float,
+) -> tuple[SolveResult, CimSchedule]:  # fmt: skip
+    """The decomposition; once :data:`AUTO_DECOMPOSITION_SHARE` of the deadline has passed
+    with its gap still above :data:`AUTO_WHOLE_MIN_GAP`, the whole model from its
+    placement for the rest. The better placement and the better bound (both certified)
+    are kept, and the result says whose (``options["method_kept"]``)."""
+    assert deadline.limit is not None
+    turn = AUTO_DECOMPOSITION_SHARE * deadline.limit
+
+    def hand_over(best: float, bound: float) -> bool:
+        return deadline.elapsed() >= turn and gap_to_lower_bound(best, bound) > AUTO_WHOLE_MIN_GAP
+
+    parts, schedule = blocks(hand_over)
+    if parts.options.get("ended") != HANDED_OVER:
+        kept = (f"decomposition: within {AUTO_WHOLE_MIN_GAP:.0%} once"
+                f" {AUTO_DECOMPOSITION_SHARE:.0%} of the time had passed; it kept the rest")
+        if parts.status == SolveStatus.OPTIMAL:
+            kept = "decomposition: proven within the gap"
+        parts.options["method_kept"] = kept
+        return parts, schedule
+    try:
+        one, found = whole(deadline, [("decomposition", schedule)])
+    except SolverError as exc:  # the decomposition's verified placement stands
+        parts.options["method_kept"] = f"decomposition (the whole model failed: {exc})"
+        return parts, schedule
+    keep_one = found is not None and found.makespan < schedule.makespan
+    best = found if keep_one and found is not None else schedule
+    bound = max(b for b in (parts.best_bound, one.best_bound, 0.0) if b is not None)
+    bound = min(bound, best.makespan)
+    gap = gap_to_lower_bound(best.makespan, bound)
+    status = SolveStatus.OPTIMAL if gap <= rel_gap else SolveStatus.TIME_LIMIT
+    bound_from = ("whole model" if (one.best_bound or 0.0) > (parts.best_bound or 0.0)
+                  else "decomposition")  # fmt: skip
+    kept = (f"placement from the {'whole model' if keep_one else 'decomposition'}, bound from"
+            f" the {bound_from} (alone: decomposition {_percent(parts.gap)} when it handed"
+            f" over, whole model {_percent(one.gap)})")  # fmt: skip
+    message = "; ".join(m for m in (parts.message, one.message) if m)
+    options = one.options | {
+        "method": "decomposition+monolithic", "method_kept": kept,
+        "decomposition": {k: v for k, v in parts.options.items() if k != "phases"},
+        "phases": [*parts.options.get("phases", []), *one.options.get("phases", [])],
+    }  # fmt: skip
+    return dataclasses.replace(
+        one, status=status, objective=best.makespan, best_bound=bound, gap=gap,
+        build_seconds=parts.build_seconds + one.build_seconds,
+        solve_seconds=parts.solve_seconds + one.solve_seconds, message=message, options=options,
+    ), best
+
+
+def _percent(gap: float | None) -> str:
+    return "no bound" if gap is None else f"gap {100 * gap:.3g} %"
+
+
 def _with_floor(result: SolveResult, instance: CimInstance, rel_gap: float) -> SolveResult:
-    """``result`` with its bound raised to the trivial bound (longest path at the faster
-    latencies; host-only work) where the solver's is lower or missing, so that a solve
-    stopped early still reports a certified gap, never an unknown one."""
-    floor = trivial_bound(instance)
+    """``result`` with its bound raised to the floor (longest path at the faster
+    latencies; the host work the budget leaves: :func:`~placement.cim.frontier.floor_bound`)
+    where the solver's is lower or missing, so that a solve stopped early still reports a
+    certified gap, never an unknown one."""
+    floor = floor_bound(instance)
     if result.objective is None or (result.best_bound is not None and result.best_bound >= floor):
         return result
     makespan = result.objective
@@ -294,15 +442,10 @@ def _with_floor(result: SolveResult, instance: CimInstance, rel_gap: float) -> S
     status = result.status
     if status == SolveStatus.TIME_LIMIT and gap <= rel_gap:
         status = SolveStatus.OPTIMAL
-    note = "bound: the longest path at the faster latencies (the solver's was lower)"
+    note = "bound: the longest path or the host work (the solver's was lower)"
     message = "; ".join(m for m in (result.message, note) if m)
     return dataclasses.replace(result, best_bound=floor, gap=gap, status=status,
                                message=message)  # fmt: skip
-
-
-def resolve_method(instance: CimInstance, method: str) -> str:
-    """"monolithic" or "decomposition": what ``method`` stands for on ``instance``."""
-    return "monolithic" if _decomposition(instance, method, None) is None else "decomposition"
 
 
 def block_choices(formulation: str, solver: str) -> tuple[str, str]:
@@ -312,23 +455,66 @@ def block_choices(formulation: str, solver: str) -> tuple[str, str]:
             BLOCK_SOLVER if solver == "auto" else solver)  # fmt: skip
 
 
-def _decomposition(instance: CimInstance, method: str, model: pyo.ConcreteModel | None):
-    """The blocks and cuts to solve ``instance`` by, or None to solve it whole."""
+@dataclass(frozen=True)
+class MethodPlan:
+    """How :func:`solve` goes about an instance (``method`` resolved) and why."""
+
+    method: str  # "monolithic", "decomposition" or "decomposition+monolithic"
+    why: str
+    blocks: tuple[list[Block], list[str]] | None = None  # with a decomposition
+
+
+def plan_method(
+    instance: CimInstance,
+    method: str = "auto",
+    *,
+    model: pyo.ConcreteModel | None = None,
+    time_limit: float | None = None,
+) -> MethodPlan:
+    """What ``method`` (one of :data:`METHODS`) stands for on ``instance`` (module
+    docstring), with the reason in a few words."""
     if method not in METHODS:
         raise PlacementError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
-    if method == "monolithic":
-        return None
     if model is not None:
         if method == "decomposition":
             raise PlacementError("a Pyomo model of your own is solved whole, not decomposed")
-        return None
+        return MethodPlan("monolithic", "a Pyomo model of your own is solved whole")
+    if method == "monolithic":
+        return MethodPlan("monolithic", "asked for")
     blocks, cuts = split(instance)
-    if method == "auto":
-        n = len(instance.operators)
-        largest = max((len(b.operators) for b in blocks), default=n)
-        if n < AUTO_DECOMPOSE_MIN_OPERATORS or largest > AUTO_DECOMPOSE_MAX_BLOCK_SHARE * n:
-            return None
-    return blocks, cuts
+    decomposed = (blocks, cuts)
+    if method == "decomposition":
+        return MethodPlan("decomposition", "asked for", decomposed)
+    n = len(instance.operators)
+    largest = max((len(b.operators) for b in blocks), default=n)
+    if n < AUTO_DECOMPOSE_MIN_OPERATORS:
+        return MethodPlan("monolithic", f"{n} operators: one model closes fast")
+    nonempty = sum(1 for b in blocks if b.operators)  # as the result counts them
+    if nonempty < 2:
+        return MethodPlan("monolithic", "no two blocks between cut operators")
+    if largest > AUTO_DECOMPOSE_MAX_BLOCK_SHARE * n:
+        return MethodPlan("monolithic", f"one block holds {largest / n:.0%} of the operators")
+    usable = sum(op.crossbars for op in instance.operators
+                 if op.supported and op.crossbars <= instance.crossbar_budget)  # fmt: skip
+    if usable <= instance.crossbar_budget:
+        why = f"{nonempty} blocks; the budget fits every CIM-capable operator"
+        return MethodPlan("decomposition", why, decomposed)
+    if time_limit is None:
+        return MethodPlan("decomposition", f"{nonempty} blocks; no time limit: the"
+                          " decomposition proves the optimum", decomposed)  # fmt: skip
+    rest = (1 - AUTO_DECOMPOSITION_SHARE) * time_limit
+    if build_estimate(instance) > AUTO_WHOLE_MAX_BUILD_SHARE * rest:
+        return MethodPlan("decomposition", f"{nonempty} blocks; the whole model (about"
+                          f" {build_estimate(instance):.2g} s to build) could not be searched in"
+                          f" the {rest:.3g} s after them", decomposed)  # fmt: skip
+    return MethodPlan(
+        "decomposition+monolithic",
+        f"{nonempty} blocks and a budget that binds them: the decomposition, and if"
+        f" after {AUTO_DECOMPOSITION_SHARE:.0%} of the time its gap is above"
+        f" {AUTO_WHOLE_MIN_GAP:.0%}, the whole model from its placement; the better"
+        " placement and bound are kept",
+        decomposed,
+    )
 
 
 def solve_mip(
@@ -351,7 +537,7 @@ def solve_mip(
     The schedule read back is re-timed (:func:`placement.cim.schedule.retime`).
     """
     backend = get_backend(solver, mip=True)
-    families = formulation_families(formulation)
+    families = tuple(model.families) if model is not None else formulation_families(formulation)
     deadline = deadline or Deadline(options.time_limit)
     phases = Phases(options.monitor)
     if warm_start is None:

@@ -197,22 +197,28 @@ def _op_index(instance: CimInstance):
     return lambda v: f"{index[v]:09d}"
 
 
+def fitted(instance: CimInstance, schedule: CimSchedule) -> CimSchedule | None:
+    """``schedule`` re-timed on ``instance``, or None when it does not fit it (another
+    model's operators, over the crossbar budget, an operator the accelerator lacks)."""
+    if set(schedule.on_host) != set(instance.by_name):
+        return None  # another model's schedule
+    if schedule.crossbars_used(instance) > instance.crossbar_budget:
+        return None
+    try:
+        return retime(instance, schedule)
+    except PlacementError:  # an operator on CIM that this instance cannot offload
+        return None
+
+
 def best_start(
     instance: CimInstance, candidates: Sequence[tuple[str, CimSchedule]]
 ) -> tuple[str, CimSchedule]:
     """The fastest of the CPU-only schedule and ``candidates`` (origin, schedule), each
-    re-timed on ``instance``; a candidate that does not fit it (crossbar budget, an
-    operator the accelerator lacks) is passed over. Ties go to the earlier one."""
+    re-timed on ``instance``; a candidate that does not fit it (:func:`fitted`) is passed
+    over. Ties go to the earlier one."""
     best = ("CPU-only", all_host_schedule(instance))
     for origin, schedule in candidates:
-        if set(schedule.on_host) != set(instance.by_name):
-            continue  # another model's schedule
-        if schedule.crossbars_used(instance) > instance.crossbar_budget:
-            continue
-        try:
-            timed = retime(instance, schedule)
-        except PlacementError:  # an operator on CIM that this instance cannot offload
-            continue
-        if timed.makespan < best[1].makespan:
+        timed = fitted(instance, schedule)
+        if timed is not None and timed.makespan < best[1].makespan:
             best = (origin, timed)
     return best

@@ -50,7 +50,7 @@ PIM_SOLVERS = MIP_BACKENDS  # PIM models are MIPs; "auto" is HiGHS
 # Options that only mean something for one target (defaults are applied by the handler,
 # so that their use with the other target can be detected and refused).
 CIM_ONLY = ("hardware", "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes",
-            "crossbar_size", "workers")  # fmt: skip
+            "crossbar_size", "workers", "scheduler", "scheduler_timeout")  # fmt: skip
 PIM_ONLY = ("pim_hardware", "pim_cores", "pim_times", "counters", "counters_source", "copy",
             "granularity", "allow_estimates", "host_times", "cache",
             "compare_granularities")  # fmt: skip
@@ -110,6 +110,16 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         "--workers", type=int, default=None, metavar="N",
         help="CIM decomposition: solve a round's blocks in N worker processes (default 1:"
         " in this process; each worker starts in 1-2 s and uses 1 solver thread)",
+    )  # fmt: skip
+    sol.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="CIM decomposition: solve a round's blocks on this Dask cluster, e.g."
+        " tcp://host:8786 (its workers need this package installed)",
+    )  # fmt: skip
+    sol.add_argument(
+        "--scheduler-timeout", type=float, default=None, metavar="S",
+        help="give up connecting to the scheduler (or waiting for a worker) after S seconds"
+        " (default 10)",
     )  # fmt: skip
     sol.add_argument(
         "--no-warm-start",
@@ -215,8 +225,8 @@ def solve_cim(args: argparse.Namespace) -> int:
     from placement.cim.output import host_source, result_document, summary_lines
     from placement.cim.pipeline import (
         block_choices,
+        plan_method,
         resolve_formulation,
-        resolve_method,
         resolve_solver,
         solve,
         unavailable_reason,
@@ -225,6 +235,7 @@ def solve_cim(args: argparse.Namespace) -> int:
     from placement.io import write_json_atomic
 
     check_solver_flags(args)
+    check_scheduler_flags(args)
     check_override_flags(args)  # and --hardware: read by host_profile, before profiling
     if args.plot:
         from placement.plots.common import check_figure_path
@@ -246,38 +257,42 @@ def solve_cim(args: argparse.Namespace) -> int:
     profile, meta = host_profile(args, graph)
     hw = cim_hardware(args, meta.get("machine") if meta else None, meta)
     instance = cim_instance(graph, profile.latencies if profile else None, hw.cim, host=hw.host)
-    method = resolve_method(instance, args.method)
-    if method == "decomposition":
-        formulation, solver = block_choices(args.formulation, args.solver)
-        how = f"decomposition at cut operators, each block with {solver} ({formulation})"
-    else:
-        formulation = resolve_formulation(instance, args.formulation)
-        solver = resolve_solver(formulation, args.solver, args.warm_start)
-        how = f"{solver} ({formulation} formulation)"
+    plan = plan_method(instance, args.method, time_limit=args.time_limit)
+    formulation = resolve_formulation(instance, args.formulation)
+    solver = resolve_solver(formulation, args.solver, args.warm_start)
+    whole = f"{solver} ({formulation} formulation)"
+    block_formulation, block_solver = block_choices(args.formulation, args.solver)
+    blocks = f"decomposition at cut operators, each block with {block_solver} ({block_formulation})"
+    how = {"monolithic": whole, "decomposition": blocks,
+           "decomposition+monolithic": f"{blocks}, then the whole model with {whole}"}[plan.method]
+    info(args, f"method: {plan.method} ({plan.why})")
     info(
         args,
         f"parallel operator pairs: {len(instance.parallel_pairs)}; solving by {how},"
         f" time limit {args.time_limit:g} s, relative gap {args.gap:g} ...",
     )
-    if solver != "highs":
-        reason = unavailable_reason(solver)
+    for name in {"monolithic": (solver,), "decomposition": (block_solver,)}.get(
+            plan.method, (solver, block_solver)):  # fmt: skip
+        reason = unavailable_reason(name) if name != "highs" else None
         if reason is not None:
-            raise PlacementError(f"solver {solver} is not available: {reason}")
+            raise PlacementError(f"solver {name} is not available: {reason}")
     with solve_progress(args) as monitor:
         lines = monitor.line if monitor is not None else (lambda line: info(args, line))
         placement = solve(
             instance,
-            formulation=formulation,
-            solver=solver,
+            formulation=args.formulation,
+            solver=args.solver,
             time_limit=args.time_limit,
             rel_gap=args.gap,
             threads=args.solver_threads,
             tee=[sys.stderr] if args.solver_log else False,
             warm_start=args.warm_start,
-            method=method,
+            method=args.method,
             progress=None if args.quiet else lines,
             monitor=monitor,
             workers=args.workers or 1,
+            scheduler=args.scheduler,
+            scheduler_timeout=args.scheduler_timeout or 10.0,
         )
     for line in for_terminal(summary_lines(placement, graph, hw, args.details, meta)):
         print(line)
@@ -316,6 +331,23 @@ def solve_cim(args: argparse.Namespace) -> int:
             " not proven optimal (see its gap)"
         )
     return 0
+
+
+def check_scheduler_flags(args: argparse.Namespace) -> None:
+    """--scheduler's address and --scheduler-timeout, before any profiling; a Dask cluster
+    or local workers, not both."""
+    if args.scheduler_timeout is not None and not args.scheduler_timeout > 0:
+        raise PlacementError(f"--scheduler-timeout must be positive, got {args.scheduler_timeout}")
+    if args.scheduler is None:
+        if args.scheduler_timeout is not None:
+            raise PlacementError("--scheduler-timeout: only with --scheduler")
+        return
+    from placement.solvers.workers import check_scheduler_address
+
+    check_scheduler_address(args.scheduler)
+    if args.workers is not None:
+        raise PlacementError("--workers and --scheduler: the block solves run in local"
+                             " worker processes or on a Dask cluster, not both")
 
 
 def host_profile(args: argparse.Namespace, graph: Any) -> tuple[Any, dict[str, Any] | None]:

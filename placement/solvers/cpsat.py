@@ -45,6 +45,7 @@ from placement.solvers.base import (
     finite_or_none,
     relative_gap,
 )
+from placement.solvers.workers import die_with_parent
 
 INSTALL = "OR-Tools is not installed: pip install ortools"
 #: Tag of the worker's progress messages, sent before its (ok, answer) pair.
@@ -138,11 +139,15 @@ class _Worker:
 
     A plain subprocess can be started from anywhere, including daemonic processes such as
     Dask's workers, which ``multiprocessing`` forbids to have children; it exits as soon
-    as its stdin closes, so it never outlives the process that started it.
+    as its stdin closes, and while it solves, when the process that started it is gone
+    (:func:`placement.solvers.workers.die_with_parent`), so it never outlives it.
     """
 
     def __init__(self) -> None:
-        code = "from placement.solvers.cpsat import serve; serve()"
+        # the kernel's parent-death signal follows the starting thread: only the main one
+        # lives as long as this process
+        main = threading.current_thread() is threading.main_thread()
+        code = f"from placement.solvers.cpsat import serve; serve({os.getpid()}, {main})"
         self.process = subprocess.Popen(
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
@@ -186,9 +191,12 @@ class _Worker:
             self.process.wait()
 
 
-def serve() -> None:
+def serve(parent: int | None = None, kernel: bool = False) -> None:
     """The worker's loop (in the child): solve each (builder, data, params) read from stdin
-    and write (ok, result or exception) to stdout, until stdin ends."""
+    and write (ok, result or exception) to stdout, until stdin ends or process ``parent``
+    does (``kernel``: by the kernel's parent-death signal too)."""
+    if parent is not None:
+        die_with_parent(parent, kernel=kernel, ignore_interrupts=False)
     # Answers go to a private copy of fd 1; fd 1 itself now points at stderr, so nothing
     # printed by Python or by OR-Tools' C++ can corrupt them.
     stdin, stdout = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")

@@ -48,6 +48,7 @@ class HighsBackend(BackendBase):
         Variables that are no solver column (fixed ones) are skipped. Whether HiGHS
         accepted the start is recorded as ``options["start"]``: "accepted" when its log
         says the start is feasible, else "rejected" (the solve then runs without one).
+        ``options.time_limit`` covers handing the model over to HiGHS as well.
         """
         self.check_ready(options)
         solver = contrib_solver("highs")
@@ -55,21 +56,23 @@ class HighsBackend(BackendBase):
         try:
             if options.threads is not None:
                 _reset_thread_pool()
-            extra: dict[str, Any] = {}
-            if start is not None or options.monitor is not None:
-                solver.set_instance(model)  # the highspy model exists from here on
-                # A start lives in the highspy model, and so do callbacks; any automatic
-                # update at solve() would reset them (measured: a start silently dropped).
-                # Nothing changed since set_instance.
-                extra["auto_updates"] = dict.fromkeys(_AUTO_UPDATES, False)
+            solver.set_instance(model)  # the highspy model exists from here on
+            # A start lives in the highspy model, and so do callbacks; any automatic
+            # update at solve() would reset them (measured: a start silently dropped).
+            # Nothing changed since set_instance.
+            extra: dict[str, Any] = {"auto_updates": dict.fromkeys(_AUTO_UPDATES, False)}
             if start is not None:
                 _set_start(solver, start)
             if options.monitor is not None:
                 _watch(solver._solver_model, options.monitor)  # private in Pyomo 6.10
+            # the limit covers handing the model over too (seconds at 10,000s of rows)
+            limit = options.time_limit
+            if limit is not None:
+                limit = max(limit - result.elapsed(), _LEAST_SEARCH)
             res = solver.solve(
                 model,
                 tee=options.tee,
-                time_limit=options.time_limit,
+                time_limit=limit,
                 rel_gap=options.rel_gap,
                 threads=options.threads,
                 load_solutions=False,
@@ -85,6 +88,8 @@ class HighsBackend(BackendBase):
                                seconds)
 
 
+#: Seconds HiGHS may always search, even when handing the model over took its whole limit.
+_LEAST_SEARCH = 0.1
 _AUTO_UPDATES = (
     "check_for_new_or_removed_constraints",
     "check_for_new_or_removed_vars",

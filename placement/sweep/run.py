@@ -46,6 +46,7 @@ Output directory (``-o DIR``)::
     DIR/points.csv, points.json  all rows, sorted by point_id (regenerated atomically at the end;
                                  points.json is a list of row objects)
     DIR/profiles/<model-stem>.<sha12>.json   the host (CIM) or nest (PIM) profile used
+    DIR/.lock                    while a sweep runs here: its process id, the file held (flock)
     DIR/schedules/<point_id>.json            the point's placement: CimPlacement.to_json()
                                  (CIM) or PimPlacement.to_json() plus the threshold rule's
                                  result (PIM), with "point", "model" and "hardware" added
@@ -117,7 +118,8 @@ from pathlib import Path
 from typing import Any
 
 from placement.errors import PlacementError
-from placement.sweep.executors import check_scheduler_address, connect, execute
+from placement.solvers.workers import check_scheduler_address, connect
+from placement.sweep.executors import execute
 from placement.sweep.grid import Grid, load_grid_hardware
 from placement.sweep.plan import (
     ERROR,
@@ -211,86 +213,89 @@ def run_sweep(
         for m in models:
             if m.name not in given and not (store.dir / m.profile_file).exists():
                 get_target(target).check_memory(m.path, memory_limit_gb)
-    old = store.check_directory(identity, force)
-    if client is None and scheduler is not None:
-        client = connect(scheduler, scheduler_timeout)  # fail fast, before profiling
-        owns_client = True
-    else:
-        owns_client = False
-    try:
-        # The manifest comes first: a run interrupted while profiling resumes too. A model
-        # that cannot be profiled (an error, not an interruption) leaves nothing behind.
-        created_dir = not store.dir.exists()
+    # One sweep at a time in a directory; the hold ends with this function, or with the
+    # process (a crash, a kill) since the operating system drops it.
+    with store.held():
+        old = store.check_directory(identity, force)
+        if client is None and scheduler is not None:
+            client = connect(scheduler, scheduler_timeout)  # fail fast, before profiling
+            owns_client = True
+        else:
+            owns_client = False
         try:
-            if old is None:
-                store.create(
-                    _manifest(target, models, grid, hardware, options, identity, needs_profile)
-                )
-            if needs_profile:
-                models = _with_profiles(target, models, given, store, measure, say)
-            else:
-                say("host latencies: modelled for every hardware (estimate); nothing is profiled")
-        except PlacementError:
-            if old is None:
-                store.remove_started(created_dir)
-            raise
-        for m in models:  # once per model x hardware
-            for hw in hardware:
-                mismatch = m.host_source(hw).warning
-                if mismatch and warn is not None:
-                    warn(f"{m.name} on {hw.name}: {mismatch}")
-        by_name = {m.name: m for m in models}
-        planned = [(p, by_name[m.name], hw) for p, m, hw in planned]
-        done = store.load_done({p.point_id for p, _, _ in planned})
-        total = len(planned)
-        if done:
-            say(f"resuming {output}: {len(done)} of {total} points already done")
-        todo = [(p, m, hw) for p, m, hw in planned if p.point_id not in done]
-        rows = dict(done)
-        where = (
-            f"Dask scheduler {client.scheduler.address}" if client is not None
-            else ("this process" if workers <= 1 else f"{workers} local worker processes")
-        )  # fmt: skip
-        if todo:
-            say(f"solving {len(todo)} point(s) on {where} ...")
-        if progress is not None:
-            progress(len(done), total, len(done))
-
-        documents: dict[str, dict[str, Any] | None] = {}
-
-        def on_result(outcome: PointOutcome) -> None:
-            store.record(outcome)
-            pid = outcome.row["point_id"]
-            rows[pid] = outcome.row
-            documents[pid] = outcome.document
+            # The manifest comes first: a run interrupted while profiling resumes too. A model
+            # that cannot be profiled (an error, not an interruption) leaves nothing behind.
+            try:
+                if old is None:
+                    store.create(
+                        _manifest(target, models, grid, hardware, options, identity, needs_profile)
+                    )
+                if needs_profile:
+                    models = _with_profiles(target, models, given, store, measure, say)
+                else:
+                    say("host latencies: modelled for every hardware (estimate); nothing is"
+                        " profiled")
+            except PlacementError:
+                if old is None:
+                    store.remove_started()
+                raise
+            for m in models:  # once per model x hardware
+                for hw in hardware:
+                    mismatch = m.host_source(hw).warning
+                    if mismatch and warn is not None:
+                        warn(f"{m.name} on {hw.name}: {mismatch}")
+            by_name = {m.name: m for m in models}
+            planned = [(p, by_name[m.name], hw) for p, m, hw in planned]
+            done = store.load_done({p.point_id for p, _, _ in planned})
+            total = len(planned)
+            if done:
+                say(f"resuming {output}: {len(done)} of {total} points already done")
+            todo = [(p, m, hw) for p, m, hw in planned if p.point_id not in done]
+            rows = dict(done)
+            where = (
+                f"Dask scheduler {client.scheduler.address}" if client is not None
+                else ("this process" if workers <= 1 else f"{workers} local worker processes")
+            )  # fmt: skip
+            if todo:
+                say(f"solving {len(todo)} point(s) on {where} ...")
             if progress is not None:
-                progress(len(rows), total, len(done))
+                progress(len(done), total, len(done))
 
-        def document(pid: str) -> dict[str, Any] | None:
-            if pid not in documents:  # solved by an earlier, interrupted run
-                documents[pid] = store.load_document(pid)
-            return documents[pid]
+            documents: dict[str, dict[str, Any] | None] = {}
 
-        # Rounds: a point starts from its solved neighbours (placement.sweep.plan.neighbours),
-        # so every point's neighbours are finished before it; within a round, any order.
-        before = neighbours(target, [p for p, _, _ in planned])
-        pending = {p.point_id: (p, m, hw) for p, m, hw in todo}
-        try:
-            for round_ids in rounds([p.point_id for p, _, _ in todo], before):
-                tasks = [
-                    build_task(*pending[pid], options,
-                               [d for q in before[pid] if (d := document(q)) is not None])
-                    for pid in round_ids
-                ]  # fmt: skip
-                execute(tasks, on_result, workers=workers, client=client)
+            def on_result(outcome: PointOutcome) -> None:
+                store.record(outcome)
+                pid = outcome.row["point_id"]
+                rows[pid] = outcome.row
+                documents[pid] = outcome.document
+                if progress is not None:
+                    progress(len(rows), total, len(done))
+
+            def document(pid: str) -> dict[str, Any] | None:
+                if pid not in documents:  # solved by an earlier, interrupted run
+                    documents[pid] = store.load_document(pid)
+                return documents[pid]
+
+            # Rounds: a point starts from its solved neighbours (placement.sweep.plan.neighbours),
+            # so every point's neighbours are finished before it; within a round, any order.
+            before = neighbours(target, [p for p, _, _ in planned])
+            pending = {p.point_id: (p, m, hw) for p, m, hw in todo}
+            try:
+                for round_ids in rounds([p.point_id for p, _, _ in todo], before):
+                    tasks = [
+                        build_task(*pending[pid], options,
+                                   [d for q in before[pid] if (d := document(q)) is not None])
+                        for pid in round_ids
+                    ]  # fmt: skip
+                    execute(tasks, on_result, workers=workers, client=client)
+            finally:
+                store.close()
+            columns = columns_for(grid)
+            ordered = sorted(rows.values(), key=lambda r: r["point_id"])
+            store.write_tables(ordered, columns)
         finally:
-            store.close()
-        columns = columns_for(grid)
-        ordered = sorted(rows.values(), key=lambda r: r["point_id"])
-        store.write_tables(ordered, columns)
-    finally:
-        if owns_client:
-            client.close()
+            if owns_client:
+                client.close()
     return SweepResult(
         [{c: r.get(c) for c in columns} for r in ordered], columns, len(done), len(todo),
         time.perf_counter() - started, store,

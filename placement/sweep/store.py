@@ -5,13 +5,15 @@ See :mod:`placement.sweep.run` for the layout and the column schema.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import io
 import json
 import math
 import os
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,8 @@ from placement.sweep.plan import ERROR, PointOutcome
 
 FORMAT = "placement-sweep"
 FORMAT_VERSION = 1
+#: The file a running sweep holds locked (``flock``), with its process id in it.
+LOCK_FILE = ".lock"
 
 
 class SweepStore:
@@ -34,7 +38,57 @@ class SweepStore:
         self.json_path = self.dir / "points.json"
         self.profiles_dir = self.dir / "profiles"
         self.schedules_dir = self.dir / "schedules"
+        self.lock_path = self.dir / LOCK_FILE
         self._log: io.TextIOWrapper | None = None
+
+    # -- holding
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """This sweep's hold on the directory while the block runs (created here when it
+        does not exist). A second sweep started on it meanwhile refuses in one line,
+        naming this one's process, instead of solving every point again beside it. The
+        hold is an ``flock`` on :data:`LOCK_FILE`, which the operating system drops when
+        the process ends however it ends, so a crashed or killed sweep leaves nothing
+        stuck. The file goes when the hold ends, and so does the directory if this run
+        created it and no sweep was started in it."""
+        check_output_dir(self.dir, f"-o {self.dir}")  # a file, /proc, no parent: one line
+        created_dir = not self.dir.exists()
+        self.dir.mkdir(exist_ok=True)
+        fd = self._lock()
+        try:
+            yield
+        finally:
+            self.lock_path.unlink(missing_ok=True)  # before the lock drops: see _lock
+            os.close(fd)
+            if created_dir and not self.manifest_path.exists():
+                remove_created([], [self.dir])
+
+    def _lock(self) -> int:
+        """The lock file's descriptor, locked; refuses when another process holds it. A
+        file found locked by a holder that then removed it (its hold ended) is not the
+        lock any more: the path is opened again."""
+        while True:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode("ascii", "replace").strip()
+                os.close(fd)
+                raise PlacementError(
+                    f"-o {self.dir}: another sweep is running in this directory"
+                    + (f" (process {holder})" if holder.isdigit() else "")
+                    + "; wait for it to finish, or use another directory"
+                ) from None
+            try:
+                same = os.stat(self.lock_path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+                return fd
+            os.close(fd)
 
     # -- opening
 
@@ -62,7 +116,7 @@ class SweepStore:
             return None
         old = self.existing_manifest() if not force else _try(self.existing_manifest)
         if old is None:
-            if any(self.dir.iterdir()):
+            if any(p != self.lock_path for p in self.dir.iterdir()):
                 if not force:
                     raise PlacementError(
                         f"-o {self.dir}: not empty and not a sweep directory (no readable"
@@ -96,14 +150,12 @@ class SweepStore:
         for folder in (self.profiles_dir, self.schedules_dir):
             shutil.rmtree(folder, ignore_errors=True)
 
-    def remove_started(self, created_dir: bool) -> None:
+    def remove_started(self) -> None:
         """Undo a start that failed before any point was solved: the files a sweep writes
-        (:meth:`discard`; a new sweep's directory holds no others of a sweep), and the
-        directory itself when this run created it (``created_dir``) and it is empty."""
+        (:meth:`discard`; a new sweep's directory holds no others of a sweep). The
+        directory, if this run created it, goes when the hold ends (:meth:`held`)."""
         self.close()
         self.discard()
-        if created_dir:
-            remove_created([], [self.dir])
 
     def create(self, manifest: dict[str, Any]) -> None:
         """Start a sweep here: the folders, then the manifest."""

@@ -13,7 +13,7 @@ import pytest
 from oracles import block_structured_instance
 
 from placement.cim.deadline import build_estimate
-from placement.cim.decompose import trivial_bound
+from placement.cim.frontier import floor_bound, trivial_bound
 from placement.cim.pipeline import solve
 from placement.cim.verifier import verify_cim
 from placement.solvers.base import SolveStatus
@@ -40,8 +40,10 @@ def test_a_model_too_big_to_build_in_time_is_skipped_with_its_reason(large):
     assert placed.result.status == SolveStatus.TIME_LIMIT
     assert placed.schedule is not None and placed.verification.ok
     assert placed.schedule.makespan <= large.cpu_only_latency * (1 + 1e-12)
-    # no solver bound at all, yet a certified gap: the longest-path floor
-    assert placed.result.best_bound == pytest.approx(trivial_bound(large))
+    # no solver bound at all, yet a certified gap: the floor (the longest path, or the host
+    # work the budget leaves, whichever is higher)
+    assert placed.result.best_bound == pytest.approx(floor_bound(large))
+    assert floor_bound(large) >= trivial_bound(large)
     assert 0.0 <= placed.result.gap < 1.0
 
 

@@ -14,7 +14,8 @@ import networkx as nx
 import pytest
 from oracles import block_structured_instance, brute_force_makespan, random_instance
 
-from placement.cim.decompose import (
+from placement.cim.decompose import decompose
+from placement.cim.frontier import (
     CIM,
     ENTRY,
     EXIT,
@@ -22,7 +23,6 @@ from placement.cim.decompose import (
     Frontier,
     block_instance,
     cut_operators,
-    decompose,
     split,
 )
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
@@ -34,13 +34,14 @@ from placement.errors import PlacementError
 from placement.solvers.base import SolveStatus
 
 
-def exact_block_solver(sub: CimInstance, limit: float | None, starts=()):
-    """The brute force as block solver: the optimum, proven (bound == makespan)."""
-    best, on_host, order = brute_force_makespan(sub)
+def exact_block_solver(sub: CimInstance, limit: float | None, starts=(), price=None):
+    """The brute force as block solver: the optimum, proven (bound == its value); with a
+    price, of the makespan + price x crossbars."""
+    best, on_host, order = brute_force_makespan(sub, price=price or 0.0)
     return asap_schedule(sub, on_host, order), best
 
 
-def heuristic_block_solver(sub: CimInstance, limit: float | None, starts=()):
+def heuristic_block_solver(sub: CimInstance, limit: float | None, starts=(), price=None):
     """A block solver that proves nothing: the heuristic, bound 0."""
     return heuristic_schedule(sub), 0.0
 
@@ -204,21 +205,33 @@ def test_decomposition_equals_the_monolithic_optimum(seed, solver):
     assert parts.result.options["blocks"] >= 2
 
 
-@pytest.mark.solver
-def test_block_solves_in_worker_processes_learn_what_one_process_learns():
-    """Two spawned workers: the same rounds, solves and optimum as in this process (the
-    blocks of a round are independent), against the monolithic optimum."""
+@pytest.mark.integration
+def test_block_solves_in_workers_and_on_dask_give_what_one_process_gives():
+    """Two spawned workers and a two-worker Dask cluster: the same rounds, solves, bound
+    and placement as in this process (the blocks of a round are independent; one solver
+    thread everywhere, no time limit), which is the monolithic optimum."""
+    distributed = pytest.importorskip("distributed")
     rng = random.Random(77)
     inst = block_structured_instance(rng, 8, width=3, depth=2, budget_share=0.3)
     whole = solve(inst, method="monolithic", solver="highs", rel_gap=0.0)
-    alone = solve(inst, method="decomposition", solver="highs", rel_gap=1e-7)
-    pooled = solve(inst, method="decomposition", solver="highs", rel_gap=1e-7, workers=2)
-    assert pooled.verification.ok and pooled.result.status == SolveStatus.OPTIMAL
-    assert pooled.schedule.makespan == pytest.approx(whole.schedule.makespan, rel=1e-6)
-    assert pooled.schedule.makespan == pytest.approx(alone.schedule.makespan, rel=1e-9)
-    for key in ("rounds", "block_solves", "blocks"):
-        assert pooled.result.options[key] == alone.result.options[key]
+    same = {"method": "decomposition", "solver": "highs", "rel_gap": 1e-7, "threads": 1}
+    alone = solve(inst, **same)
+    pooled = solve(inst, **same, workers=2)
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=None) as cluster:  # fmt: skip
+        dask = solve(inst, **same, scheduler=cluster.scheduler_address)
+    assert alone.result.status == SolveStatus.OPTIMAL
+    assert alone.schedule.makespan == pytest.approx(whole.schedule.makespan, rel=1e-6)
+    for other in (pooled, dask):
+        assert other.verification.ok
+        assert other.schedule.on_host == alone.schedule.on_host
+        assert other.schedule.makespan == alone.schedule.makespan
+        assert other.result.best_bound == alone.result.best_bound
+        for key in ("rounds", "block_solves", "priced_block_solves", "blocks"):
+            assert other.result.options[key] == alone.result.options[key]
     assert pooled.result.options["workers"] == 2 and "2 worker processes" in pooled.result.message
+    assert dask.result.options["scheduler"] == cluster.scheduler_address
+    assert "on the Dask cluster" in dask.result.message
 
 
 @pytest.mark.unit

@@ -21,7 +21,7 @@ from cim_reference import reference_model
 from oracles import random_instance
 from pyomo.core.expr.numeric_expr import MonomialTermExpression
 
-from placement.cim.decompose import CIM, HOST, block_instance, split
+from placement.cim.frontier import CIM, HOST, block_instance, split
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.models.cim_makespan.build import FAMILY_BUILDERS, FORMULATIONS, build_cim_model

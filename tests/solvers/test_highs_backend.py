@@ -43,6 +43,9 @@ class FakeSolver:
     def available(self):
         return True
 
+    def set_instance(self, model):
+        pass
+
     def solve(self, model, **kw):
         if self.exc is not None:
             raise self.exc

@@ -228,6 +228,23 @@ def set_family_active(model: pyo.ConcreteModel, family: str, active: bool) -> No
             comp.deactivate()
 
 
+def price_crossbars(model: pyo.ConcreteModel, price: float) -> None:
+    """Minimize T + ``price`` x the crossbars used instead of T (``price`` in seconds per
+    crossbar): the Lagrangian relaxation of the budget (Eq. 14), whose optimum bounds the
+    budgeted one from below by ``price`` x budget less. The budget row stays (a block of a
+    decomposition keeps it as its own limit). A model with ``window_big_m`` must have
+    been built with an upper bound of T at the priced optimum: the T + price x crossbars
+    of a feasible schedule is one. Adds ``m.priced_objective`` and deactivates
+    ``m.objective``."""
+    if not (math.isfinite(price) and price >= 0):
+        raise PlacementError(f"crossbar price must be finite and >= 0, got {price!r}")
+    unit = pyo.value(model.time_unit)
+    model.objective.deactivate()
+    used = sum(model.crossbars[v] * (1 - model.host[v]) for v in model.V_ACC)
+    model.priced_objective = pyo.Objective(expr=model.makespan + price / unit * used,
+                                           sense=pyo.minimize)  # fmt: skip
+
+
 def extract_schedule(model: pyo.ConcreteModel, instance: CimProblem) -> ScheduleValues:
     """The solver's schedule in seconds; binaries are rounded (x_v > 0.5 means host).
 

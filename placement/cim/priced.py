@@ -1,0 +1,98 @@
+"""A priced solve: the placement of a CIM instance that minimizes its makespan plus a price
+per crossbar used, and a lower bound of that least priced makespan.
+
+This is the subproblem of the Lagrangian relaxation of the crossbar budget (Eq. 14)
+that :mod:`placement.cim.decompose` solves per block: with the crossbars priced at p
+seconds each, a lower bound v of min over placements of T + p x crossbars gives every
+budget r the bound T*(r) >= v - p r. It is solved on the Pyomo model of a MIP backend
+(:func:`placement.models.cim_makespan.build.price_crossbars`), from the best of the
+given starts by priced value, whose T + p x crossbars also bounds T at the priced
+optimum (what ``window_big_m`` needs). The schedule read back is re-timed and verified;
+the bound is the solver's (a solve without one reports the longest-path bound, valid
+since the price term is never negative).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from placement.cim.deadline import HEURISTIC_SHARE, MIN_SOLVE
+from placement.cim.frontier import trivial_bound
+from placement.cim.instance import CimInstance
+from placement.cim.list_scheduling import heuristic_schedule
+from placement.cim.schedule import CimSchedule, all_host_schedule, fitted
+from placement.cim.verifier import verify_cim
+from placement.models.cim_makespan.build import (
+    build_cim_model,
+    extract_schedule,
+    formulation_families,
+    price_crossbars,
+    start_values,
+)
+from placement.models.common import solve_in_seconds
+from placement.solvers.base import ModelSize, SolveOptions
+from placement.solvers.names import MIP_BACKENDS
+from placement.solvers.registry import get_backend
+
+#: The MIP backend of a priced solve when the solver asked for is none (CP-SAT).
+PRICED_FALLBACK_SOLVER = "highs"
+
+
+def priced_makespan(instance: CimInstance, schedule: CimSchedule, price: float) -> float:
+    """T + ``price`` x the crossbars ``schedule`` uses (seconds)."""
+    return schedule.makespan + price * schedule.crossbars_used(instance)
+
+
+def solve_priced(
+    instance: CimInstance,
+    price: float,
+    *,
+    formulation: str = "tightened",
+    solver: str = "highs",
+    time_limit: float | None = None,
+    rel_gap: float = 1e-4,
+    threads: int | None = None,
+    starts: Sequence[CimSchedule] = (),
+) -> tuple[CimSchedule, float, ModelSize | None, str]:
+    """The best placement found for T + ``price`` x crossbars within the budget, a lower
+    bound of the least such value (seconds), the model's size and the solve's status.
+
+    Starts from the best of the CPU-only schedule and ``starts`` (each re-timed; one
+    that does not fit is passed over; without any, the list-scheduling heuristic's, within
+    a share of the time limit) and never reports worse. A ``time_limit`` below
+    the least worth starting a solver for reports that start, with the longest-path
+    bound. ``solver``: a MIP backend; any other name (CP-SAT) solves with HiGHS.
+    """
+    if solver not in MIP_BACKENDS:
+        solver = PRICED_FALLBACK_SOLVER
+    if not starts:
+        seconds = None if time_limit is None else HEURISTIC_SHARE * time_limit
+        starts = [heuristic_schedule(instance, seconds=seconds)]
+    fitting = [t for s in starts if (t := fitted(instance, s)) is not None]
+    start = min([all_host_schedule(instance), *fitting],
+                key=lambda s: priced_makespan(instance, s, price))  # fmt: skip
+    floor = trivial_bound(instance)
+    if time_limit is not None and time_limit < MIN_SOLVE:
+        return start, min(floor, priced_makespan(instance, start, price)), None, "not solved"
+    tick = time.perf_counter()
+    upper = priced_makespan(instance, start, price)
+    model = build_cim_model(instance, families=formulation_families(formulation),
+                            upper_bound=upper)  # fmt: skip
+    price_crossbars(model, price)
+    if time_limit is not None:  # the limit covers building the model too
+        time_limit = max(time_limit - (time.perf_counter() - tick), MIN_SOLVE)
+    options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads)
+    values = start_values(model, instance, start)
+    result = solve_in_seconds(model, get_backend(solver, mip=True), options, what="CIM",
+                              item="operator", start=values)  # fmt: skip
+    schedule = start
+    if result.status.has_solution:
+        # decisions no timing can make valid (None) keep the start
+        found = fitted(instance, CimSchedule(**extract_schedule(model, instance)._asdict()))
+        if found is not None and priced_makespan(instance, found, price) < upper:
+            schedule = found
+    verify_cim(instance, schedule).raise_if_failed()
+    bound = floor if result.best_bound is None else max(result.best_bound, floor)
+    value = priced_makespan(instance, schedule, price)
+    return schedule, min(bound, value), result.size, result.status.value

@@ -1,0 +1,192 @@
+"""The bounds of the decomposition that need no frontier walk (``placement.cim.frontier``,
+``placement.cim.combine``, ``placement.cim.priced``).
+
+Oracles: the brute force over every placement (tests/oracles.py), priced or not, on each
+block and on the whole instance; the verifier on every placement; a scan over prices for
+the dual's maximum.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from oracles import block_structured_instance, brute_force_makespan, random_instance
+
+from placement.cim import combine
+from placement.cim.combine import (
+    best_combination,
+    certified_bound,
+    dual,
+    exit_devices,
+    priced_path,
+)
+from placement.cim.frontier import (
+    HOST,
+    Frontier,
+    block_instance,
+    floor_bound,
+    host_work_floor,
+    split,
+)
+from placement.cim.instance import CimInstance, CimOperator
+from placement.cim.priced import priced_makespan, solve_priced
+from placement.cim.schedule import asap_schedule
+from placement.cim.verifier import verify_cim
+from placement.models.cim_makespan.build import (
+    TIGHTENED_FAMILIES,
+    build_cim_model,
+    price_crossbars,
+    start_values,
+)
+
+
+def exact_block_solver(sub: CimInstance, limit, starts=(), price=None):
+    best, on_host, order = brute_force_makespan(sub, price=price or 0.0)
+    return asap_schedule(sub, on_host, order), best
+
+
+def frontiers_of(inst: CimInstance) -> tuple[list, dict]:
+    blocks, _ = split(inst)
+    frontiers, entries = {}, [None]
+    for k, block in enumerate(blocks):
+        exits = exit_devices(inst, block)
+        for e in entries:
+            for x in exits:
+                frontiers[k, e, x] = Frontier.start(inst, block, e, x)
+        entries = exits
+    return blocks, frontiers
+
+
+def small_budget_instance(seed: int) -> CimInstance:
+    rng = random.Random(seed)
+    inst = block_structured_instance(rng, 3, width=3, depth=2, budget_share=1.0)
+    ops = [CimOperator(op.name, op.t_host, op.t_acc, rng.choice([1, 2, 3, 5]))
+           if op.supported else op for op in inst.operators]  # fmt: skip
+    total = sum(op.crossbars for op in ops if op.supported)
+    return CimInstance.build(ops, inst.edges, rng.randint(0, total))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(8))
+def test_the_host_work_floor_never_exceeds_the_optimum(seed):
+    inst = random_instance(random.Random(seed), 7, edge_prob=0.3)
+    names = [op.name for op in inst.operators]
+    top = sum(op.crossbars for op in inst.operators if op.supported)
+    floors = host_work_floor(inst, names, top)
+    for budget in range(top + 1):
+        limited = CimInstance.build(inst.operators, inst.edges, budget)
+        assert floors[budget] <= brute_force_makespan(limited)[0] * (1 + 1e-12)
+    assert floor_bound(inst) <= brute_force_makespan(inst)[0] * (1 + 1e-12)
+
+
+@pytest.mark.unit
+def test_the_host_work_floor_is_a_knapsack():
+    # host 5 + 4 + 3 + 1 (unsupported); crossbars 2, 2, 3: the best 4 crossbars take 9 off
+    ops = [CimOperator("a", 5.0, 1.0, 2), CimOperator("b", 4.0, 1.0, 2),
+           CimOperator("c", 3.0, 1.0, 3), CimOperator("d", 1.0)]  # fmt: skip
+    inst = CimInstance.build(ops, [], 7)
+    floors = host_work_floor(inst, "abcd", 7)
+    expected = [13, 13, 8, 8, 4, 4, 4, 1]
+    assert floors.tolist() == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(6))
+def test_a_priced_bound_holds_at_every_budget(seed):
+    """f(r) >= v - p r for the brute-force priced optimum v, at every r, and the frontier's
+    lower bound stays below f everywhere once priced bounds are in it."""
+    inst = small_budget_instance(seed)
+    block = max(split(inst)[0], key=lambda b: len(b.operators))
+    front = Frontier.start(inst, block, HOST, HOST)
+    truth = [brute_force_makespan(block_instance(inst, block, HOST, HOST, r))[0]
+             for r in range(front.top + 1)]  # fmt: skip
+    slopes = [(truth[0] - truth[r]) / r for r in range(1, front.top + 1)] or [0.0]
+    for price in (0.0, min(slopes), max(slopes), 0.5 * (min(slopes) + max(slopes))):
+        front.learn(front.sums[-1], exact_block_solver, None, price)
+        value = front.priced[-1].value
+        assert value == pytest.approx(min(t + price * r for r, t in enumerate(truth)), rel=1e-9)
+    for room in range(front.top + 1):
+        assert front.lower(room) <= truth[room] * (1 + 1e-9)
+        assert front.upper(room) >= truth[room] * (1 - 1e-9)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(8))
+def test_the_dual_bounds_the_optimum_and_is_its_best_price(seed):
+    inst = small_budget_instance(100 + seed)
+    blocks, frontiers = frontiers_of(inst)
+    for front in frontiers.values():  # exact priced knowledge at a few prices
+        for price in (0.0, 1e-4, 1e-3):
+            front.learn(front.sums[-1], exact_block_solver, None, price)
+    best = brute_force_makespan(inst)[0]
+    found = dual(inst, blocks, frontiers, Frontier.priced_lower)
+    assert found.value <= best * (1 + 1e-9)
+
+    def at(price: float) -> float:
+        cost = priced_path(inst, blocks, frontiers, Frontier.priced_lower, price)[0]
+        return cost - price * inst.crossbar_budget
+
+    assert at(found.price) == pytest.approx(found.value, rel=1e-12, abs=1e-15)
+    scan = [at(p) for p in [0.0, *(10.0 ** e for e in range(-7, 1))]]
+    scan += [at(found.price * f) for f in (0.5, 0.9, 0.99, 1.01, 1.1, 2.0)]
+    assert max(scan) <= found.value * (1 + 1e-9) + 1e-15
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(6))
+def test_programs_in_coarse_units_stay_valid(seed, monkeypatch):
+    """Counted in units of several crossbars, the certified program still bounds the
+    optimum from below and the best combination still fits the budget."""
+    inst = small_budget_instance(200 + seed)
+    blocks, frontiers = frontiers_of(inst)
+    for front in frontiers.values():
+        front.learn(front.sums[-1], exact_block_solver, None)
+        front.learn(front.sums[len(front.sums) // 2], exact_block_solver, None)
+    best = brute_force_makespan(inst)[0]
+    exact_lower = certified_bound(inst, blocks, frontiers)[0]
+    exact_upper = best_combination(inst, blocks, frontiers)[0]
+    monkeypatch.setattr(combine, "PROGRAM_MAX_STEPS", 10)  # forces units of several
+    lower, _ = certified_bound(inst, blocks, frontiers)
+    upper, picks = best_combination(inst, blocks, frontiers)
+    assert lower <= exact_lower * (1 + 1e-12) and lower <= best * (1 + 1e-9)
+    assert upper >= exact_upper * (1 - 1e-12)
+    schedule = combine.assemble(inst, blocks, frontiers, picks)
+    assert verify_cim(inst, schedule).ok
+    assert schedule.makespan == pytest.approx(upper, rel=1e-9)
+
+
+@pytest.mark.unit
+def test_the_priced_objective_is_makespan_plus_price_times_crossbars():
+    import pyomo.environ as pyo
+
+    inst = small_budget_instance(7)
+    sched = asap_schedule(inst, {op.name: True for op in inst.operators},
+                          [op.name for op in inst.operators])  # fmt: skip
+    m = build_cim_model(inst, families=TIGHTENED_FAMILIES, upper_bound=sched.makespan)
+    price_crossbars(m, 2e-4)
+    values = start_values(m, inst, sched)
+    for var, val in values.items():
+        var.set_value(val, skip_validation=True)
+    assert not m.objective.active
+    assert pyo.value(m.priced_objective) * pyo.value(m.time_unit) == pytest.approx(
+        priced_makespan(inst, sched, 2e-4), rel=1e-9)
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("seed", range(6))
+def test_a_priced_solve_matches_the_brute_force(seed):
+    inst = random_instance(random.Random(400 + seed), 7, edge_prob=0.3)
+    xbars = [op.crossbars for op in inst.operators if op.supported]
+    saving = [op.t_host - op.t_acc for op in inst.operators if op.supported]
+    price = max(0.0, sorted(s / x for s, x in zip(saving, xbars, strict=True))[len(xbars) // 2])
+    truth = brute_force_makespan(inst, price=price)[0]
+    schedule, bound, _, status = solve_priced(inst, price, rel_gap=1e-9)
+    assert verify_cim(inst, schedule).ok
+    value = priced_makespan(inst, schedule, price)
+    assert bound <= truth * (1 + 1e-7)
+    assert value >= truth * (1 - 1e-9)
+    assert status == "optimal" and value == pytest.approx(truth, rel=1e-6)
+    assert math.isfinite(bound)
+
