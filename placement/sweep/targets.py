@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from placement.cim.energy import host_power
 from placement.cim.instance import check_latencies, cim_instance
 from placement.cim.pipeline import FORMULATION_CHOICES, SOLVERS, unavailable_reason
 from placement.cim.pipeline import solve as solve_cim
@@ -220,7 +221,9 @@ class CimTarget:
         """A :class:`~placement.cim.instance.CimInstance` of the graph's operators, host
         latencies measured (``profile``) or, when ``hw``'s host says so, modelled."""
         latencies = profile.latencies if profile is not None else None
-        return cim_instance(graph, latencies, hw.cim, host=hw.host)
+        meta = getattr(profile, "metadata", None)
+        return cim_instance(graph, latencies, hw.cim, host=hw.host,
+                            host_power=host_power(hw, meta))  # fmt: skip
 
     def needs_profile(self, hw: Any) -> bool:
         """Whether instances on ``hw`` need a measured profile (not with modelled hosts)."""
