@@ -49,7 +49,8 @@ PIM_SOLVERS = MIP_BACKENDS  # PIM models are MIPs; "auto" is HiGHS
 # Options that only mean something for one target (defaults are applied by the handler,
 # so that their use with the other target can be detected and refused).
 CIM_ONLY = ("hardware", "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes",
-            "crossbar_size", "workers")  # fmt: skip
+            "crossbar_size", "workers", "objective", "max_latency_ms", "max_energy_mj",
+            "min_fps")  # fmt: skip
 PIM_ONLY = ("pim_hardware", "pim_cores", "pim_times", "counters", "counters_source", "copy",
             "granularity", "allow_estimates", "host_times", "cache",
             "compare_granularities")  # fmt: skip
@@ -72,6 +73,7 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         "--target", choices=["cim", "pim"], default="cim", help="accelerator kind (default: cim)"
     )
     cim_hardware_options(solve)
+    objective_options(solve.add_argument_group("objective (CIM; default: minimum latency)"))
     pim_solve_options(solve.add_argument_group("PIM target (--target pim)"))
     prof = solve.add_argument_group("host latencies")
     prof.add_argument(
@@ -128,6 +130,43 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
     )
     out.add_argument("--solver-log", action="store_true", help="stream HiGHS's log to stderr")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+
+def objective_options(group: argparse._ActionsContainer) -> None:
+    """What a CIM solve minimizes and bounds (no defaults here: see the module docstring)."""
+    group.add_argument(
+        "--objective", choices=["latency", "energy", "throughput", "crossbars"],
+        help="minimize the single-frame latency (default, the paper's), the energy per"
+        " inference (the hardware's energy model), the period of a pipelined frame stream"
+        " (maximum frames/s) or the crossbars used",
+    )  # fmt: skip
+    group.add_argument("--max-latency-ms", type=float, metavar="MS",
+                       help="bound the single-frame latency")  # fmt: skip
+    group.add_argument("--max-energy-mj", type=float, metavar="MJ",
+                       help="bound the energy per inference")  # fmt: skip
+    group.add_argument("--min-fps", type=float, metavar="FPS",
+                       help="bound the pipelined stream's frame rate from below")  # fmt: skip
+
+
+def objective_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~placement.cim.objectives.Objective` of the flags (checked)."""
+    from placement.cim.objectives import Objective
+
+    bounds = []
+    for flag, axis, to_si in (("max_latency_ms", "latency", lambda v: v * 1e-3),
+                              ("max_energy_mj", "energy", lambda v: v * 1e-3),
+                              ("min_fps", "period", lambda v: 1.0 / v)):  # fmt: skip
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        if not (value > 0 and value < float("inf")):
+            raise PlacementError(f"--{flag.replace('_', '-')} must be a positive number, got"
+                                 f" {value}")  # fmt: skip
+        bounds.append((axis, to_si(value)))
+    minimize = args.objective or "latency"
+    # the other axes break ties: a placement no worse on latency, then energy
+    then = tuple(a for a in ("latency", "energy") if a != minimize and minimize != "latency")
+    return Objective(minimize, bounds=tuple(bounds), then=then[:1])
 
 
 def pim_solve_options(group: argparse._ActionsContainer) -> None:
@@ -203,14 +242,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def solve_cim(args: argparse.Namespace) -> int:
+    from placement.cim.energy import host_power
     from placement.cim.instance import cim_instance
+    from placement.cim.objectives import solve as objective_solve
     from placement.cim.output import host_source, result_document, summary_lines
     from placement.cim.pipeline import (
         block_choices,
         resolve_formulation,
         resolve_method,
         resolve_solver,
-        solve,
         unavailable_reason,
     )
     from placement.graph import load_graph
@@ -231,10 +271,19 @@ def solve_cim(args: argparse.Namespace) -> int:
         f"model: {graph.path} ({len(graph.operators)} operators, {n_cim} CIM-capable,"
         f" {len(graph.edges)} data edges)",
     )
+    objective = objective_from_args(args)
+    if not objective.latency_only and (args.method == "decomposition" or args.workers):
+        raise PlacementError("--method decomposition and --workers solve the latency objective"
+                             " only; other objectives and bounds are solved whole")  # fmt: skip
     profile, meta = host_profile(args, graph)
     hw = cim_hardware(args, meta.get("machine") if meta else None, meta)
-    instance = cim_instance(graph, profile.latencies if profile else None, hw.cim, host=hw.host)
-    method = resolve_method(instance, args.method)
+    instance = cim_instance(graph, profile.latencies if profile else None, hw.cim, host=hw.host,
+                            host_power=host_power(hw, meta))  # fmt: skip
+    if "energy" in objective.axes and not instance.has_energy:
+        raise PlacementError(f"hardware '{hw.name}' has no energy model: its [cim] energy"
+                             " constants or [host] active_power_w are missing")  # fmt: skip
+    method = "monolithic" if not objective.latency_only else resolve_method(instance,
+                                                                            args.method)
     if method == "decomposition":
         formulation, solver = block_choices(args.formulation, args.solver)
         how = f"decomposition at cut operators, each block with {solver} ({formulation})"
@@ -242,9 +291,10 @@ def solve_cim(args: argparse.Namespace) -> int:
         formulation = resolve_formulation(instance, args.formulation)
         solver = resolve_solver(formulation, args.solver, args.warm_start)
         how = f"{solver} ({formulation} formulation)"
+    goal = "" if objective.latency_only else f"{objective.describe()}, "
     info(
         args,
-        f"parallel operator pairs: {len(instance.parallel_pairs)}; solving by {how},"
+        f"parallel operator pairs: {len(instance.parallel_pairs)}; solving {goal}by {how},"
         f" time limit {args.time_limit:g} s, relative gap {args.gap:g} ...",
     )
     if solver != "highs":
@@ -253,8 +303,9 @@ def solve_cim(args: argparse.Namespace) -> int:
             raise PlacementError(f"solver {solver} is not available: {reason}")
     with solve_progress(args) as monitor:
         lines = monitor.line if monitor is not None else (lambda line: info(args, line))
-        placement = solve(
+        placement = objective_solve(
             instance,
+            objective=objective,
             formulation=formulation,
             solver=solver,
             time_limit=args.time_limit,
@@ -267,6 +318,9 @@ def solve_cim(args: argparse.Namespace) -> int:
             monitor=monitor,
             workers=args.workers or 1,
         )
+    if placement.result.status == SolveStatus.INFEASIBLE:
+        raise PlacementError(f"no placement meets the bounds ({objective.describe()}):"
+                             " proven infeasible; relax a bound")  # fmt: skip
     for line in for_terminal(summary_lines(placement, graph, hw, args.details, meta)):
         print(line)
     if args.json:
