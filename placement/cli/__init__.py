@@ -18,7 +18,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 #: Subcommands in the order ``placement --help`` lists them (modules of this package).
-COMMAND_MODULES = ("solve", "profile", "nests", "presets", "sweep", "bench", "export", "report")
+COMMAND_MODULES = (
+    "solve", "profile", "nests", "presets", "sweep", "pareto", "bench", "export", "report",
+)  # fmt: skip
 EXIT_INTERRUPTED = 130  # Ctrl-C (the other exit codes: placement.cli.common)
 
 

@@ -424,3 +424,8 @@ def _package_version() -> str | None:
         return version("placement")
     except PackageNotFoundError:
         return None
+
+
+# The Pareto command (placement.sweep.pareto) ingests its model and prepares its profile
+# exactly as a sweep does.
+model_inputs, with_profiles, package_version = _model_inputs, _with_profiles, _package_version
