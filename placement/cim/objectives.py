@@ -93,8 +93,10 @@ from placement.units import fmt_energy, fmt_time
 #: The lexicographic stages after the first keep each earlier axis within this relative
 #: slack of the value found (solver tolerances; the reported values are recomputed).
 LEX_SLACK = 1e-9
-#: A bound is met when the recomputed value exceeds it by at most this (relative).
-BOUND_SLACK = 1e-9
+#: A bound is met when the recomputed value exceeds it by at most this (relative): a MIP
+#: solver's integrality tolerance (1e-6 in HiGHS) lets a binary be a millionth off, which
+#: moves a sum of terms by up to a millionth of them; the rounded placement may carry that.
+BOUND_SLACK = 1e-6
 #: What people call the axes (``throughput`` is the period's inverse, maximized).
 OBJECTIVE_NAMES: dict[str, str] = {
     "latency": "latency", "energy": "energy", "throughput": "period", "period": "period",
@@ -428,6 +430,9 @@ def _solve_stage(
     if status == SolveStatus.INFEASIBLE:
         return (Stage(name, status, None, None, None, route, time.perf_counter() - tick,
                       "; ".join(messages)), None, size)  # fmt: skip
+    if found is not None and not meets(axis_values(instance, found), bounds):
+        messages.append(f"{backend}'s placement misses a bound once rounded; not used")
+        found = None
     if found is not None:
         best = _best(instance, name, [s for s in (best, found) if s is not None])
     bound = max((b for b in (cp_bound, mip_bound) if b is not None), default=None)

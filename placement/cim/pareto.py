@@ -17,8 +17,9 @@ Each solve is lexicographic (:class:`~placement.cim.objectives.Objective` with `
 so every point is nondominated: no placement is better on one axis and no worse on the
 other (within the solver's relative gap, which each point reports, and ``step``).
 ``step(b)`` is 1 for crossbars, else ``rel_step * |b_previous|``: it must be below the
-differences between distinct values on the front, and at least the relative gap, so that
-a point within the gap of the previous one is not found again.
+differences between distinct values on the front, and at least the relative gap and the
+bounds' slack (:data:`~placement.cim.objectives.BOUND_SLACK`, 1e-6), so that a point within
+them of the previous one is not found again (:data:`MIN_REL_STEP`).
 
 Three axes ``(a, b, c)``: two-axis fronts of ``(a, b)`` under ``c <= eps``, each solve
 breaking ties by ``c`` last, for ``eps`` from infinity down to ``max c`` over the last
@@ -45,6 +46,8 @@ from placement.errors import PlacementError, repeated
 FRONT_AXES: tuple[str, ...] = ("latency", "energy", "crossbars", "throughput")
 #: Relative step below the previous point on a continuous axis (at least the gap).
 DEFAULT_REL_STEP = 1e-4
+#: The smallest step: ten times the slack within which a bound counts as met.
+MIN_REL_STEP = 1e-5
 #: A front stops after this many points (a safety net; the report says so).
 DEFAULT_MAX_POINTS = 200
 
@@ -180,34 +183,30 @@ def _two_axes(
         state.note = "no placement meets the bounds" if state.complete else \
             "an end of the front was not found within the time limit"
         return []
-    found = [low]
-    points[0] += 1
+    found = [low, high]  # the nondominance filter drops high where a step finds it again
+    points[0] += 2
     end_b = high.values[b]
     previous = low
     while True:
-        if _same(previous.values, high.values) or points[0] >= max_points:
-            break
+        if high.proven and _same(previous.values, high.values):
+            state.complete = True
+            return found
         eps = previous.values[b] - step_size(b, previous.values[b], rel_step)
-        if eps < end_b * (1 - 1e-9) - 1e-300 and high.proven:
-            break  # below the proven minimum of b: nothing remains
+        if high.proven and eps < end_b * (1 - 1e-9) - 1e-300:
+            state.complete = True  # nothing lies below the proven minimum of b
+            return found
+        if points[0] >= max_points:
+            state.note = f"stopped after {max_points} points"
+            return found
         (outcome,) = yield [make("step", objective(a, b, {b: eps}))]
         if not outcome.found:
             state.complete = outcome.status == "infeasible"
-            state.note = "" if state.complete else \
-                f"step below {b} {eps:.6g} found no point within the time limit"
+            if not state.complete:
+                state.note = f"the step below {b} {eps:.6g} found no point within the time limit"
             return found
         found.append(outcome)
         points[0] += 1
         previous = outcome
-    if not _same(previous.values, high.values):
-        found.append(high)  # the max_points cut: the other end still belongs to the front
-        points[0] += 1
-        state.note = f"stopped after {max_points} points"
-        return found
-    state.complete = high.proven
-    if not high.proven:
-        state.note = f"the minimum of {b} is not proven: points below it may remain"
-    return found
 
 
 def _same(x: Mapping[str, float] | None, y: Mapping[str, float] | None) -> bool:
@@ -216,10 +215,15 @@ def _same(x: Mapping[str, float] | None, y: Mapping[str, float] | None) -> bool:
     return all(math.isclose(x[k], y[k], rel_tol=1e-9, abs_tol=1e-15) for k in x)
 
 
-def nondominated(values: Sequence[Mapping[str, float]], axes: Sequence[str]) -> list[int]:
-    """Indices of the points no other point dominates on ``axes`` (all minimized; a
-    point equal to an earlier one on every axis is dropped), in the given order."""
+def nondominated(
+    values: Sequence[Mapping[str, float]], axes: Sequence[str],
+    proven: Sequence[bool] | None = None,
+) -> list[int]:  # fmt: skip
+    """Indices of the points no other point dominates on ``axes`` (all minimized), in the
+    given order. Of points equal on every axis one is kept: a ``proven`` one if any (a
+    later solve may prove what an earlier one found), else the first."""
     names = [axis_name(a) for a in axes]
+    rank = [(not (proven[i] if proven else False), i) for i in range(len(values))]
     keep: list[int] = []
     for i, p in enumerate(values):
         dominated = False
@@ -228,7 +232,7 @@ def nondominated(values: Sequence[Mapping[str, float]], axes: Sequence[str]) -> 
                 continue
             no_worse = all(q[a] <= p[a] * (1 + 1e-9) + 1e-15 for a in names)
             better = any(q[a] < p[a] * (1 - 1e-9) - 1e-15 for a in names)
-            if no_worse and (better or j < i):
+            if no_worse and (better or rank[j] < rank[i]):
                 dominated = True
                 break
         if not dominated:
@@ -292,5 +296,6 @@ def pareto_front(
     except StopIteration:
         pass
     found = [i for i, (_, p) in enumerate(done) if p is not None and p.schedule is not None]
-    keep = nondominated([done[i][1].values for i in found], axes)
+    keep = nondominated([done[i][1].values for i in found], axes,
+                        [outcome_of(done[i][1]).proven for i in found])  # fmt: skip
     return Front(tuple(axes), done, [found[k] for k in keep], state.complete, state.note)

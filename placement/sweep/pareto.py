@@ -37,6 +37,7 @@ from placement.cim.objectives import Objective, axis_name, solve_objective
 from placement.cim.pareto import (
     DEFAULT_MAX_POINTS,
     DEFAULT_REL_STEP,
+    MIN_REL_STEP,
     FrontState,
     FrontStep,
     StepOutcome,
@@ -322,8 +323,9 @@ def _drive(
         store.close()
     ordered = [rows[s.step_id] for s in state.steps if s.step_id in rows]
     found = [r for r in ordered if r.get("latency_s") is not None]
-    values = [outcome_of_row(r).values for r in found]
-    keep = nondominated([v for v in values if v is not None], axes)
+    outcomes = [outcome_of_row(r) for r in found]
+    keep = nondominated([o.values for o in outcomes if o.values is not None], axes,
+                        [o.proven for o in outcomes])  # fmt: skip
     front = [found[i] for i in keep]
     columns = front_columns(axes)
     store.write_tables(front, columns)
@@ -352,8 +354,8 @@ def _check(settings: SolverOptions, workers: int, rel_step: float, max_points: i
         raise PlacementError(f"--solver-threads must be at least 1, got {settings.threads}")
     if workers < 1:
         raise PlacementError(f"--workers must be at least 1, got {workers}")
-    if not (math.isfinite(rel_step) and 0 < rel_step < 1):
-        raise PlacementError(f"--step must be a fraction in (0, 1), got {rel_step}")
+    if not (math.isfinite(rel_step) and MIN_REL_STEP <= rel_step < 1):
+        raise PlacementError(f"--step must be a fraction in [{MIN_REL_STEP:g}, 1), got {rel_step}")
     if max_points < 2:
         raise PlacementError(f"--max-points must be at least 2, got {max_points}")
     if not scheduler_timeout > 0:
