@@ -14,11 +14,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from placement.cim.energy import host_power
+from placement.cim.energy import host_power, placement_energy
 from placement.cim.instance import check_latencies, cim_instance
 from placement.cim.pipeline import FORMULATION_CHOICES, SOLVERS, unavailable_reason
 from placement.cim.pipeline import solve as solve_cim
 from placement.cim.schedule import CimSchedule
+from placement.cim.stream import minimum_period
 from placement.devices.pim import speedup
 from placement.errors import PlacementError
 from placement.graph import load_graph
@@ -263,6 +264,10 @@ class CimTarget:
                 ),
                 "accel_busy_s": math.fsum(op.t_acc or 0.0 for op in on_cim),
             }
+            energy = placement_energy(inst, sched.on_host, sched.makespan)
+            period = minimum_period(inst, sched.on_host)[0]
+            values |= {"energy_j": None if energy is None else energy.total,
+                       "frames_per_s": finite(1.0 / period) if period > 0 else None}
         doc = placement.to_json()
         doc["model"] = {"operators": len(inst.operators)}
         return values, doc
