@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+import networkx as nx
 import pyomo.environ as pyo
 
 from placement.cim.cpsat_route import interval_data, retimed_solution, time_unit
@@ -53,7 +54,7 @@ from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.pipeline import CimPlacement, resolve_formulation, resolve_solver
 from placement.cim.pipeline import solve as solve_latency
-from placement.cim.schedule import CimSchedule, all_host_schedule, retime
+from placement.cim.schedule import CimSchedule, all_host_schedule, asap_schedule, retime
 from placement.cim.stream import (
     ModuloSchedule,
     StreamSimulation,
@@ -392,6 +393,10 @@ def _solve_stage(
         heuristic = heuristic_schedule(instance, seconds=deadline.share(HEURISTIC_SHARE))
         if meets(axis_values(instance, heuristic), bounds):
             feasible.append(heuristic)
+    if name == "energy":
+        greedy = energy_greedy_schedule(instance)
+        if meets(axis_values(instance, greedy), bounds):
+            feasible.append(greedy)
     best = _best(instance, name, feasible)
     cp_bound: float | None = None
     messages = []
@@ -441,6 +446,30 @@ def _solve_stage(
                       time.perf_counter() - tick, "; ".join(messages)), None, size)  # fmt: skip
     return (_stage(instance, name, best, bound, options.rel_gap, route,
                    time.perf_counter() - tick, messages), best, size)  # fmt: skip
+
+
+def energy_greedy_schedule(instance: CimInstance) -> CimSchedule:
+    """A start for energy: the operators whose offload saves the most operator energy
+    (host minus accelerator, transfers and static power left out) within the crossbar
+    budget, chosen exactly by a knapsack over the budget, scheduled earliest-start with
+    the host operators in instance order. Without an energy model: the CPU-only schedule."""
+    if not instance.has_energy:
+        return all_host_schedule(instance)
+    items = [(op.name, op.crossbars, (op.e_host or 0.0) - (op.e_acc or 0.0))
+             for op in instance.operators if op.supported]  # fmt: skip
+    items = [it for it in items if it[2] > 0 and it[1] <= instance.crossbar_budget]
+    budget = instance.crossbar_budget
+    best: list[tuple[float, frozenset[str]]] = [(0.0, frozenset())] * (budget + 1)
+    for name, weight, saving in items:
+        for room in range(budget, weight - 1, -1):
+            value = best[room - weight][0] + saving
+            if value > best[room][0]:
+                best[room] = (value, best[room - weight][1] | {name})
+    chosen = best[budget][1]
+    on_host = {op.name: op.name not in chosen for op in instance.operators}
+    index = {op.name: i for i, op in enumerate(instance.operators)}
+    order = nx.lexicographical_topological_sort(instance.graph, key=lambda v: f"{index[v]:09d}")
+    return asap_schedule(instance, on_host, [v for v in order if on_host[v]])
 
 
 def _best(instance: CimInstance, name: str, schedules: Iterable[CimSchedule]) -> CimSchedule | None:
