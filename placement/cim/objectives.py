@@ -286,7 +286,8 @@ def solve_objective(
     (:mod:`placement.models.cim_makespan.objectives`), solved as built by a MIP backend
     (one stage; the bounds of ``objective`` are still checked on the result). ``starts``:
     feasible schedules to start from. ``time_limit`` is shared by the stages, the later
-    ones getting what the earlier ones leave. Raises :class:`PlacementError` on bad
+    ones getting what the earlier ones leave. ``monitor`` is told each stage as it starts
+    (:class:`~placement.solvers.base.SolveMonitor`). Raises :class:`PlacementError` on bad
     options, an unavailable solver, a solver error or a failed verification.
     """
     options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads, tee=tee)
@@ -315,6 +316,8 @@ def solve_objective(
         share = None if left is None else left / (len(objective.stages) - k)
         stage_options = options if share is None else dataclasses.replace(options,
                                                                            time_limit=share)
+        if monitor is not None:  # the progress line names the stage (its values are not times)
+            monitor.phase(f"stage {k + 1} of {len(objective.stages)}: {_goal(name)}")
         stage, found, size = _solve_stage(
             instance, name, bounds, known, formulation, route, stage_options, model
         )  # fmt: skip

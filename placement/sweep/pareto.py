@@ -49,7 +49,7 @@ from placement.cim.schedule import CimSchedule
 from placement.errors import PlacementError
 from placement.sweep.executors import check_scheduler_address, connect, execute
 from placement.sweep.plan import ERROR, PointOutcome, SolverOptions, hardware_identity
-from placement.sweep.run import model_inputs, package_version, with_profiles
+from placement.sweep.run import check_options, model_inputs, package_version, with_profiles
 from placement.sweep.store import FORMAT, FORMAT_VERSION, SweepStore
 from placement.sweep.targets import finite, get_target
 from placement.tables import text_table
@@ -344,23 +344,12 @@ def _document(store: ParetoStore, documents: dict[str, dict[str, Any] | None],
 
 def _check(settings: SolverOptions, workers: int, rel_step: float, max_points: int,
            scheduler_timeout: float) -> None:  # fmt: skip
-    if not settings.time_limit > 0:
-        raise PlacementError(
-            f"--time-limit must be a positive number of seconds, got {settings.time_limit}"
-        )
-    if not settings.rel_gap >= 0:
-        raise PlacementError(f"--gap must be a non-negative fraction, got {settings.rel_gap}")
-    if settings.threads < 1:
-        raise PlacementError(f"--solver-threads must be at least 1, got {settings.threads}")
-    if workers < 1:
-        raise PlacementError(f"--workers must be at least 1, got {workers}")
+    """The sweep's checks of the solver and execution options, and the front's own."""
+    check_options("cim", settings, workers, scheduler_timeout)
     if not (math.isfinite(rel_step) and MIN_REL_STEP <= rel_step < 1):
         raise PlacementError(f"--step must be a fraction in [{MIN_REL_STEP:g}, 1), got {rel_step}")
     if max_points < 2:
         raise PlacementError(f"--max-points must be at least 2, got {max_points}")
-    if not scheduler_timeout > 0:
-        raise PlacementError(f"--scheduler-timeout must be positive, got {scheduler_timeout}")
-    get_target("cim").check_options(settings)
 
 
 def _manifest(

@@ -435,3 +435,4 @@ def _package_version() -> str | None:
 # The Pareto command (placement.sweep.pareto) ingests its model and prepares its profile
 # exactly as a sweep does.
 model_inputs, with_profiles, package_version = _model_inputs, _with_profiles, _package_version
+check_options = _check_options
