@@ -30,7 +30,7 @@ _FIXED_COLUMNS = {
     "point_id", "target", "model", "hardware", "status", "objective_s", "cpu_only_s",
     "speedup", "n_operators", "n_offloaded", "crossbars_used", "host_busy_s",
     "accel_busy_s", "gap", "solve_seconds", "verified", "message", "host_latencies",
-    "host_mismatch", "memory", "copy", "energy_j", "frames_per_s",
+    "host_mismatch", "memory", "copy", "energy_j", "energy_source", "frames_per_s",
 }  # fmt: skip
 
 

@@ -26,7 +26,7 @@ RESULT_COLUMNS = (
     "status", "objective_s", "cpu_only_s", "speedup", "n_operators", "n_offloaded",
     "crossbars_used", "host_busy_s", "accel_busy_s", "gap", "solve_seconds", "verified",
     "message", "host_latencies", "host_mismatch", "memory", "copy", "energy_j",
-    "frames_per_s",
+    "energy_source", "frames_per_s",
 )  # fmt: skip
 ERROR = "error"  # the status of a point that could not be solved
 
@@ -184,6 +184,7 @@ def build_task(
         "host": model.host_source(hw).to_json(),
     }
     adapter = get_target(point.target)
+    context["energy_source"] = adapter.energy_source(hw, model.profile)
     try:
         instance = adapter.build_instance(model.graph, model.profile, hw)
     except PlacementError as exc:
@@ -201,6 +202,8 @@ def solve_point(task: PointTask) -> PointOutcome:
     if isinstance(host, dict):  # where the host latencies came from (hostcheck)
         row["host_latencies"] = str(host.get("label", "")).removeprefix("host latencies ")
         row["host_mismatch"] = bool(host.get("mismatch"))
+    if task.context.get("energy_source"):
+        row["energy_source"] = task.context["energy_source"]
     if task.error is not None:
         return PointOutcome(row | {"status": ERROR, "message": task.error}, None)
     try:

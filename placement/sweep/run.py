@@ -83,9 +83,10 @@ memory             PIM: the hardware's memory architecture (shared, partitioned;
                    when the hardware does not state one); CIM: empty
 copy               PIM: the copy accounting of objective_s (upper_bound, exact, shared,
                    partitioned); CIM: empty
-energy_j           CIM: the placement's energy per inference (the hardware's energy model:
-                   host estimated or measured, accelerator modelled; empty without one);
-                   PIM: empty
+energy_j           CIM: the placement's energy per inference (the hardware's energy model;
+                   empty without one); PIM: empty
+energy_source      which parts of energy_j are measured, modelled or estimated: "host
+                   estimated, CIM modelled" ("host measured" with a RAPL power)
 frames_per_s       CIM: frames per second of a pipelined stream of frames through the
                    placement (1 / the busiest resource's load, placement.cim.stream); PIM:
                    empty

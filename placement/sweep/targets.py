@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from placement.cim.energy import host_power, placement_energy
+from placement.cim.energy import energy_source, host_power, placement_energy
 from placement.cim.instance import check_latencies, cim_instance
 from placement.cim.pipeline import FORMULATION_CHOICES, SOLVERS, unavailable_reason
 from placement.cim.pipeline import solve as solve_cim
@@ -123,6 +123,11 @@ class Target(Protocol):
         """Whether instances on ``hw`` need the model's measured profile."""
         ...
 
+    def energy_source(self, hw: Any, profile: Any) -> str | None:
+        """Which parts of the rows' ``energy_j`` are measured, modelled or estimated
+        (None: the target or the hardware has no energy model)."""
+        ...
+
     def solve(self, instance: Any, options: SolveSettings) -> tuple[dict[str, Any], dict[str, Any]]:
         """Solve and verify one instance: the row's result values and the schedule document."""
         ...
@@ -229,6 +234,11 @@ class CimTarget:
     def needs_profile(self, hw: Any) -> bool:
         """Whether instances on ``hw`` need a measured profile (not with modelled hosts)."""
         return not hw.host.modelled
+
+    def energy_source(self, hw: Any, profile: Any) -> str | None:
+        """"host estimated, CIM modelled" (or "host measured" with a RAPL power)."""
+        source = energy_source(hw, getattr(profile, "metadata", None))
+        return None if source is None else source.summary
 
     def solve(
         self, instance: Any, options: SolveSettings, starts: Sequence[Mapping[str, Any]] = ()
@@ -339,6 +349,10 @@ class PimTarget:
     def needs_profile(self, hw: Any) -> bool:
         """Always: the nests and their host times come from the nest profile."""
         return True
+
+    def energy_source(self, hw: Any, profile: Any) -> str | None:
+        """None: the PIM target has no energy model."""
+        return None
 
     def solve(
         self, instance: Any, options: SolveSettings, starts: Sequence[Mapping[str, Any]] = ()
