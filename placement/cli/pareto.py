@@ -68,9 +68,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="DIR holds another front or sweep: discard its results")  # fmt: skip
     cim_hardware_options(p)
     bounds = p.add_argument_group("bounds every point keeps")
-    bounds.add_argument("--max-latency-ms", type=float, metavar="MS")
-    bounds.add_argument("--max-energy-mj", type=float, metavar="MJ")
-    bounds.add_argument("--min-fps", type=float, metavar="FPS")
+    bounds.add_argument("--max-latency-ms", type=float, metavar="MS",
+                        help="single-frame latency at most MS")  # fmt: skip
+    bounds.add_argument("--max-energy-mj", type=float, metavar="MJ",
+                        help="energy per inference at most MJ")  # fmt: skip
+    bounds.add_argument("--min-fps", type=float, metavar="FPS",
+                        help="pipelined frame rate at least FPS")  # fmt: skip
     prof = p.add_argument_group("host latencies (measured once, before the solves)")
     prof.add_argument("--profile", metavar="FILE", help="use a saved host profile")
     profiling_options(prof)

@@ -126,7 +126,9 @@ def _args(command: str) -> tuple[str, ...]:
 
 CIM = f"--profile {CIM_PROFILE} --hardware arm-a72"
 WIDE = 100  # the terminal width of the solve cases with tables (placement.tables.WIDTH)
-SUBCOMMANDS = ("solve", "profile", "nests", "presets", "sweep", "bench", "export", "report")
+SUBCOMMANDS = (
+    "solve", "profile", "nests", "presets", "sweep", "pareto", "bench", "export", "report",
+)  # fmt: skip
 # 8 and 50 crossbars give different optima (the budget binds at 8, not at 50).
 CASES: tuple[Case, ...] = (
     Case("help", ("--help",)),
