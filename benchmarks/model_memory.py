@@ -1,5 +1,8 @@
 """Peak memory of ``placement solve --target cim`` on transformer exports, stage by stage.
 
+(The PIM path -- lowering, JIT timing, ONNX Runtime, cache simulation -- is measured
+phase by phase, with the simulation's child process, by ``benchmarks/pim_llm_profiling.py``.)
+
 The models (exported once, cached under ``benchmarks/out/``; exporting needs torch and
 transformers: ``pip install -e '.[export]'``; measuring needs neither):
 

@@ -1,4 +1,4 @@
-"""How reproducible is a host profile on a loaded machine? The old and the new statistic.
+"""How reproducible is a host profile on a loaded machine? Three statistics of the same runs.
 
 Profiles each model ``--profiles`` times (default 5) while ``--busy`` child processes
 (default 1) each keep a core busy (``python -c "while True: pass"``, killed at the
@@ -6,11 +6,12 @@ end). Every profile is one :func:`~placement.profiling.ort.measure.measure_runs`
 call (``--runs`` measured runs in rounds, after ``--warmup`` runs); from the same
 per-run, per-operator times it computes the CPU-only total with
 
-* the old statistic: per operator the median over all runs (the former profiler,
+* the oldest statistic: per operator the median over all runs (the first profiler,
   which took its runs back to back), summed over operators;
-* the new statistic: per operator the median over rounds of the per-round minimum
-  (``median-of-round-minima``), summed over operators (the profile's kernel_total);
-* for reference, the best case: per operator the minimum over all runs, summed.
+* the former statistic: per operator the median over rounds of the per-round minimum
+  (``median-of-round-minima``), summed over operators;
+* the profile's statistic: per operator the minimum over all runs
+  (``minimum-over-runs``), summed (the profile's kernel_total).
 
 It prints per profile both totals, the profile's total spread and the load the
 machine carried while measuring (other processes' share of all CPUs, from
@@ -55,13 +56,14 @@ def resolve(spec: str) -> Path:
 
 
 def old_total(m: Measurement) -> float:
-    """The former statistic on the same runs: per node the median over runs, summed."""
+    """The oldest statistic on the same runs: per node the median over runs, summed."""
     return math.fsum(statistics.median(run[name] for run in m.per_run) for name in m.names)
 
 
-def min_total(m: Measurement) -> float:
-    """Per node the minimum over all runs, summed: the best case seen."""
-    return math.fsum(min(run[name] for run in m.per_run) for name in m.names)
+def rounds_total(m: Measurement) -> float:
+    """The former statistic on the same runs: per node the median of the round minima."""
+    rounds = m.node_rounds()
+    return math.fsum(statistics.median(min(r) for r in rounds[name]) for name in m.names)
 
 
 def cpu_seconds() -> tuple[float, float] | None:
@@ -112,7 +114,7 @@ def profile_rows(
             {
                 "old": old_total(m),
                 "new": profile.kernel_total,
-                "min": min_total(m),
+                "former": rounds_total(m),
                 "spread": meta["total_spread"],
                 "others_busy": busy,
                 "loadavg": meta["machine_load"]["loadavg_before"],
@@ -132,21 +134,23 @@ def print_table(
         f"\n{path.name}: {runs} runs = {first['rounds']} rounds of <= {first['per_round']}"
         f" ({1e3 * round_pause:g} ms apart), warm-up {warmup}"
     )
-    print(f"{'profile':>9} {'old ms':>9} {'new ms':>9} {'min ms':>9} {'spread':>7}"
+    print(f"{'profile':>9} {'old ms':>9} {'former ms':>9} {'min ms':>9} {'spread':>7}"
           f" {'others':>7} {'load1':>6}  warning")  # fmt: skip
     for i, row in enumerate(rows, 1):
         busy = "n/a" if row["others_busy"] is None else f"{100 * row['others_busy']:.0f}%"
         load = "n/a" if row["loadavg"] is None else f"{row['loadavg']:.2f}"
         print(
-            f"{i:>9} {1e3 * row['old']:>9.3f} {1e3 * row['new']:>9.3f} {1e3 * row['min']:>9.3f}"
+            f"{i:>9} {1e3 * row['old']:>9.3f} {1e3 * row['former']:>9.3f}"
+            f" {1e3 * row['new']:>9.3f}"
             f" {100 * row['spread']:>6.1f}% {busy:>7} {load:>6}  {'yes' if row['warned'] else ''}"
         )
     old = [float(r["old"]) for r in rows]
+    former = [float(r["former"]) for r in rows]
     new = [float(r["new"]) for r in rows]
-    best = [float(r["min"]) for r in rows]
     print(
         f"{'max/min-1':>9} {100 * (max(old) / min(old) - 1):>8.1f}%"
-        f" {100 * (max(new) / min(new) - 1):>8.1f}% {100 * (max(best) / min(best) - 1):>8.1f}%"
+        f" {100 * (max(former) / min(former) - 1):>8.1f}%"
+        f" {100 * (max(new) / min(new) - 1):>8.1f}%"
     )
 
 
@@ -184,9 +188,9 @@ def main() -> int:
         f" other processes' load while measuring: {share}"
     )
     print(
-        "old: per operator the median over all runs; new: per operator the median over"
-        " rounds of the per-round minimum; min: per operator the minimum over all runs; all"
-        " summed over operators, from the same runs."
+        "old: per operator the median over all runs; former: per operator the median over"
+        " rounds of the per-round minimum (the former statistic); min: per operator the"
+        " minimum over all runs (the profile's); all summed over operators, from the same runs."
         " spread: relative IQR of the per-round totals; others: other processes' share of"
         " all CPUs during the profile; load1: 1-minute load average before it"
     )

@@ -171,10 +171,10 @@ _MEASURE = textwrap.dedent(
         return status("VmHWM") - before
 
     tiny, big = sys.argv[1], sys.argv[2]
-    load_graph(tiny), measure_runs(tiny, runs=1, warmup=0)
+    load_graph(tiny), measure_runs(tiny, runs=1, warmup=0, min_seconds=0)
     print(json.dumps({
         "load": peak_above(lambda: load_graph(big)),
-        "profile": peak_above(lambda: measure_runs(big, runs=1, warmup=0)),
+        "profile": peak_above(lambda: measure_runs(big, runs=1, warmup=0, min_seconds=0)),
     }))
     """
 )

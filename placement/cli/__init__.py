@@ -19,7 +19,8 @@ from typing import Any
 
 #: Subcommands in the order ``placement --help`` lists them (modules of this package).
 COMMAND_MODULES = (
-    "solve", "profile", "nests", "presets", "sweep", "pareto", "bench", "export", "report",
+    "solve", "profile", "calibrate", "nests", "presets", "sweep", "pareto", "bench", "export",
+    "report",
 )  # fmt: skip
 EXIT_INTERRUPTED = 130  # Ctrl-C (the other exit codes: placement.cli.common)
 
@@ -54,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
     finally:
         restore()
+        INTERRUPTED.clear()  # the command is over: later writes in this process go ahead
     print("placement: interrupted", file=sys.stderr)
     return EXIT_INTERRUPTED
 

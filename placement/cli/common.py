@@ -19,7 +19,12 @@ from typing import Any
 
 from placement.errors import PlacementError
 from placement.io import check_output_file as check_writable
-from placement.profiling.ort.robust import AUTO_TIME_BUDGET, AUTO_TOLERANCE, parse_runs
+from placement.profiling.ort.robust import (
+    AUTO_TIME_BUDGET,
+    AUTO_TOLERANCE,
+    MIN_SECONDS,
+    parse_runs,
+)
 from placement.solvers.names import FORMULATION_NAMES
 
 EXIT_ERROR = 1  # bad input, solver failure, failed verification
@@ -131,14 +136,23 @@ def profiling_options(group: argparse._ActionsContainer) -> None:
         default=default_runs,
         metavar="N|auto",
         help=f"measured runs (default {default_runs}), taken in rounds of up to 4 back-to-back"
-        " runs with a short pause between rounds; per operator the median over rounds of the"
-        " fastest run of each round. 'auto' (ONNX Runtime): add rounds of 4 runs until the"
-        f" run time (median of the round minima) moved by at most {100 * AUTO_TOLERANCE:g} %%"
+        " runs with a short pause between rounds (then more, see --min-seconds); per"
+        " operator its fastest run. 'auto' (ONNX Runtime): add rounds of 4 runs until the"
+        f" fastest run time moved by at most {100 * AUTO_TOLERANCE:g} %%"
         f" over the last 3 rounds (at least 5 rounds) or {AUTO_TIME_BUDGET:g} s are spent;"
         f" with --target pim, 'auto' means {default_runs} runs",
     )
     group.set_defaults(runs_auto=False)
     group.add_argument("--warmup", type=int, default=5, help="warm-up runs (default 5)")
+    group.add_argument(
+        "--min-seconds",
+        type=float,
+        default=MIN_SECONDS,
+        metavar="S",
+        help=f"ONNX Runtime: when the --runs runs took less, add rounds 0.1 s apart until"
+        f" the profile spans S seconds (default {MIN_SECONDS:g}; 0: only --runs), so that"
+        " it reaches past the slow spells of a shared machine",
+    )
     group.add_argument(
         "--threads", type=int, default=1,
         help="ONNX Runtime intra-op threads when profiling (default 1; solver threads:"
@@ -284,6 +298,7 @@ def measure_host(args: argparse.Namespace, model_path: str) -> Any:
         model_path,
         runs="auto" if getattr(args, "runs_auto", False) else args.runs,
         warmup=args.warmup,
+        min_seconds=args.min_seconds,
         intra_op_threads=args.threads,
         optimization=args.optimization,
         progress=run_counter(args, "profiling with ONNX Runtime"),

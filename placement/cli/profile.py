@@ -27,7 +27,7 @@ COMMAND = Command(
     "profile",
     help="measure per-operator host latencies with ONNX Runtime and save them",
     description="Profile every operator of an ONNX model with ONNX Runtime on this machine "
-    "(after warm-up, per operator the median over rounds of each round's fastest run) and"
+    "(after warm-up, over at least --min-seconds, per operator its fastest run) and"
     " save a profile reusable with 'solve --profile'.",
 )
 
@@ -127,6 +127,11 @@ def profile_pim(args: argparse.Namespace) -> int:
     check_output_file(args.output, "-o")
     profile = measure_nests_with_counters(args)
     report_host_times(args, profile)
+    if profile.host_dram_read is not None:
+        from placement.profiling.dram_bandwidth import describe
+
+        info(args, f"B_cpu (this host's DRAM read bandwidth, theta's scale in rule C3):"
+                   f" {describe(profile.host_dram_read)}")  # fmt: skip
     profile.save(args.output)
     info(args, f"saved nest profile of {len(profile.nests)} nests to {args.output}")
     reason = profile.counters_unavailable_reason
@@ -138,9 +143,15 @@ def profile_pim(args: argparse.Namespace) -> int:
 def measure_nests_with_counters(
     args: argparse.Namespace, check_nests: Callable[[list[str]], None] | None = None
 ) -> Any:
-    """:func:`~placement.cli.common.measure_nests`, with a line on the simulated
-    counters' cost when the profile has them."""
+    """:func:`~placement.cli.common.measure_nests`, with a line on the time of each phase
+    and one on the simulated counters' cost when the profile has them."""
     profile = measure_nests(args, check_nests)
+    phases = profile.metadata.get("phase_seconds")
+    if isinstance(phases, dict) and phases:
+        load = (profile.metadata.get("machine_load") or {}).get("before")
+        load_text = f" (load average {load:.1f} before)" if isinstance(load, float) else ""
+        times = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
+        info(args, f"phases: {times}{load_text}")
     sim = profile.metadata.get("simulation")
     if profile.simulated and isinstance(sim, dict):
         info(
@@ -148,7 +159,17 @@ def measure_nests_with_counters(
             f"simulated counters: callgrind cache simulation in {sim['total_seconds']:.1f} s"
             f" ({sim['warmup']} warm-up + 1 counted run)",
         )
+    report_representatives(args, profile)
     return profile
+
+
+def report_representatives(args: argparse.Namespace, profile: Any) -> None:
+    """The line saying which nests' simulated counters are those of a representative layer
+    (nothing when every nest was simulated)."""
+    sim = profile.metadata.get("simulation")
+    nests = sim.get("nests") if profile.simulated and isinstance(sim, dict) else None
+    if isinstance(nests, dict) and nests.get("skipped_nests"):
+        info(args, f"simulated counters: {nests['summary']}")
 
 
 HANDLERS = {"cim": profile_cim, "pim": profile_pim}

@@ -14,11 +14,13 @@ from placement.cli.common import Command
 
 COMMAND = Command(
     "report",
-    help="turn a finished sweep directory into an HTML or Markdown page with figures",
+    help="turn a finished sweep directory into HTML and Markdown pages with figures",
     description="Render every figure a sweep's data allows (CIM Figs. 3-5, Torch-PIM Fig. 3"
-    " and Table 4, Gantt charts) into SWEEP_DIR/figures/ as PNG and SVG, and write a page"
-    " with the tables and the figures. Figures the data cannot support are listed with"
-    " the reason.",
+    " and Table 4, Gantt charts) into SWEEP_DIR/figures/ as PNG and SVG, and write the"
+    " page with the tables and the figures, as SWEEP_DIR/report.html and report.md (one"
+    " page with -o or --format). Figures the data cannot support are listed with the"
+    " reason; host mismatches, other CPUs and the profiles' own warnings are on the page"
+    " and printed as warnings.",
 )
 
 
@@ -28,9 +30,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         metavar="FILE",
-        help="page to write, .html or .md (default SWEEP_DIR/report.html)",
+        help="one page to write, .html or .md (default: SWEEP_DIR/report.html and"
+        " SWEEP_DIR/report.md)",
     )
-    p.add_argument("--format", choices=["html", "md"], help="page format (default: by suffix)")
+    p.add_argument(
+        "--format", choices=["html", "md"],
+        help="write only this format (default: by the suffix of -o; without -o, both)",
+    )  # fmt: skip
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
@@ -42,12 +48,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"rendering figures of {args.sweep_dir} ...", file=sys.stderr)
     report = write_report(args.sweep_dir, args.output, args.format)
     drawn = [f for f in report.figures if not f.skipped]
-    print(f"wrote {report.path} ({report.fmt}, {len(drawn)} of {len(report.figures)} figures)")
+    pages = " and ".join(f"{path} ({fmt})" for path, fmt in report.pages)
+    print(f"wrote {pages}, {len(drawn)} of {len(report.figures)} figures")
     for f in report.figures:
         if f.skipped:
             print(f"  not drawn: {f.name}: {f.skipped}")
         else:
             print(f"  {f.name}: {', '.join(str(p) for p in f.files)}")
-    for text in report.warnings:  # host mismatches, also stated on the page
+    for text in report.warnings:  # also stated on the page
         warn(text)
     return 0

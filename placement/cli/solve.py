@@ -32,6 +32,7 @@ from placement.cli.profile import (
     counters_source_option,
     host_times_options,
     measure_nests_with_counters,
+    report_representatives,
 )
 from placement.cli.progress import solve_progress
 from placement.devices.pim import AUTO_COPY, COPY_CHOICES, resolve_copy
@@ -127,6 +128,13 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         "--plot",
         metavar="FILE",
         help="Gantt chart of the placement, .png or .svg (PIM: the first core count)",
+    )
+    out.add_argument(
+        "--trace",
+        metavar="FILE.json",
+        help="the schedule as Chrome trace-event JSON (Perfetto, chrome://tracing): one"
+        " track per device (host, CIM, bus; host, PIM), times in microseconds (PIM: the"
+        " first core count)",
     )
     out.add_argument("--solver-log", action="store_true", help="stream HiGHS's log to stderr")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress output")
@@ -262,6 +270,10 @@ def solve_cim(args: argparse.Namespace) -> int:
         from placement.plots.common import check_figure_path
 
         check_figure_path(args.plot, "--plot")  # before any profiling or solving
+    if args.trace:
+        from placement.plots.trace import check_trace_path
+
+        check_trace_path(args.trace)
     if args.json:
         check_output_file(args.json, "--json")
     graph = load_graph(args.model)
@@ -336,6 +348,15 @@ def solve_cim(args: argparse.Namespace) -> int:
         doc = placement.to_json() | {"host": host_source(hw, meta).to_json()}  # the caption
         save_figure(cim_gantt(doc, edges, title=graph.path), args.plot)
         info(args, f"wrote {args.plot}")
+    if args.trace and placement.schedule is not None:
+        from placement.plots.timeline import cim_timeline
+        from placement.plots.trace import write_trace
+
+        edges = [(e.src, e.dst, e.t_transfer) for e in instance.edges]
+        write_trace(args.trace, cim_timeline(placement.to_json(), edges), {
+            "model": str(graph.path), "hardware": hw.name, "cpu_only_us": placement.cpu_only * 1e6,
+        })  # fmt: skip
+        info(args, f"wrote {args.trace}")
     if placement.schedule is None:
         print(
             f"placement: no placement found within the time limit of {args.time_limit:g} s;"
@@ -370,6 +391,7 @@ def host_profile(args: argparse.Namespace, graph: Any) -> tuple[Any, dict[str, A
         profile.check_matches(graph.sha256, graph.path)
         check_latencies(graph, profile.latencies, f"profile {args.profile}")
         source = f"loaded from {args.profile}"
+        report_representatives(args, profile)
     else:
         profile = measure_host(args, graph.path)
         source = "measured now"
@@ -407,6 +429,10 @@ def solve_pim(args: argparse.Namespace) -> int:
         from placement.plots.common import check_figure_path
 
         check_figure_path(args.plot, "--plot")
+    if args.trace:
+        from placement.plots.trace import check_trace_path
+
+        check_trace_path(args.trace)
     cores = parse_cores(args.pim_cores or DEFAULT_PIM_CORES)
     granularity = args.granularity or "loop"
     allow_estimates = bool(args.allow_estimates)
@@ -440,6 +466,7 @@ def solve_pim(args: argparse.Namespace) -> int:
                     f" --{flag.replace('_', '-')} {wanted} or leave the flag out"
                 )
         source = f"loaded from {args.profile}"
+        report_representatives(args, profile)
     else:
 
         def check_files(ids: list[str]) -> None:  # before the nests are timed
@@ -508,6 +535,15 @@ def solve_pim(args: argparse.Namespace) -> int:
         title = f"{Path(profile.model_path).name}, N_core={results[0].cores}"
         save_figure(pim_gantt(document, cores=results[0].cores, title=title), args.plot)
         info(args, f"wrote {args.plot}")
+    if args.trace and results[0].placement.on_pim is not None:
+        from placement.plots.timeline import pim_timeline
+        from placement.plots.trace import write_trace
+
+        write_trace(args.trace, pim_timeline(document, cores=results[0].cores), {
+            "model": profile.model_path, "hardware": hw.name,
+            "cpu_only_us": results[0].placement.cpu_only * 1e6,
+        })  # fmt: skip
+        info(args, f"wrote {args.trace}")
     missing = [r.cores for r in results if r.placement.on_pim is None]
     if missing:
         print(

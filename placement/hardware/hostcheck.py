@@ -17,6 +17,7 @@ schedule document), ``bench`` (a warning per network and hardware, row columns),
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,17 @@ def arch_family(arch: str) -> str:
     if arch in ("x86_64", "amd64", "x64", "x86", "i386", "i486", "i586", "i686"):
         return "x86"
     return arch
+
+
+def cpu_model_key(name: str) -> str:
+    """A CPU's model name reduced for comparison: lower case, without trademarks, notes in
+    parentheses, the clock, core counts and the words CPU and Processor ("AMD Ryzen 9 3900X
+    12-Core Processor" and the preset's "AMD Ryzen 9 3900X (1 core)" are one model; "AMD
+    EPYC" is another)."""
+    text = re.sub(r"\([^)]*\)", " ", name.lower())
+    text = re.sub(r"@.*$", " ", text)
+    text = re.sub(r"\b\d+-core\b|\bprocessor\b|\bcpu\b", " ", text)
+    return " ".join(text.split())
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,14 @@ class HostLatencySource:
             and bool(self.measured_machine)
             and arch_family(str(self.measured_machine)) != arch_family(self.host.arch)
         )
+
+    @property
+    def same_cpu(self) -> bool | None:
+        """Whether the profile's CPU is the model the hardware's host names (compared by
+        :func:`cpu_model_key`); None when unknown (modelled, or no CPU recorded)."""
+        if self.estimate or not self.measured_cpu:
+            return None
+        return cpu_model_key(self.measured_cpu) == cpu_model_key(self.host.name)
 
     @property
     def detail(self) -> str:

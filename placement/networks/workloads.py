@@ -41,14 +41,17 @@ whole weight first, a nest batch-1 inference would not have).
 Decoder layers are batch-1 decode steps (``seq = 1``). The KV cache is optional: with
 ``past = 0`` the token attends only to itself (softmax over one score), which keeps
 every nest of the layer but not the cache-length-dependent cost; with ``past > 0``
-the cached keys/values are graph inputs concatenated in front of the new ones.
-Rotary embeddings are omitted for LLaMA: at position 0 they are the identity, and they
-add only elementwise nests on the ``[heads, 1, 128]`` query/key vectors. GPT-J's layer
-has them, as Hugging Face's ``GPTJAttention`` applies them: to the first ``rotary_dim``
-dims of each query/key head, pairs of adjacent dims rotated (``rotate_every_two``), at
-positions ``past .. past + seq - 1`` (the sin/cos tables are constants of the build);
-attention and MLP read the same LayerNorm output and are added to the residual together
-(``x + attn(ln(x)) + mlp(ln(x))``), the MLP is ``fc_out(gelu_new(fc_in(.)))`` with biases.
+the cached keys/values are graph inputs ``[heads, past, head_dim]`` concatenated in
+front of the new ones, so the one new query attends over ``past + 1`` keys (e.g. the
+LLaMA-7B layer at ``past = 511``: scores ``[32, 1, 512]``). Both LLaMA and GPT-J rotate
+the new queries and keys by their positions ``past .. past + seq - 1`` (the sin/cos
+tables are constants of the build; the cached keys are stored rotated, as in Hugging
+Face's cache): LLaMA over the whole head, its two halves rotated (``rotate_half`` of
+Hugging Face's ``LlamaAttention``), GPT-J over the first ``rotary_dim`` dims of each
+head, pairs of adjacent dims rotated (``rotate_every_two`` of ``GPTJAttention``).
+GPT-J's attention and MLP read the same LayerNorm output and are added to the residual
+together (``x + attn(ln(x)) + mlp(ln(x))``), the MLP is ``fc_out(gelu_new(fc_in(.)))``
+with biases.
 Parameter counts: GPT-2 small layer 7,087,872; LLaMA-7B layer 202,383,360; GPT-J-6B
 layer 201,355,264 (4 x 4096^2 attention + 2 x 4096 x 16384 + 16384 + 4096 MLP + 2 x 4096
 LayerNorm).
@@ -183,17 +186,25 @@ def _rmsnorm(g: _Graph, x: str, dim: int, name: str) -> str:
 
 
 def _rotary(
-    g: _Graph, t: str, heads: int, seq: int, d: int, rotary_dim: int, past: int, name: str
+    g: _Graph, t: str, heads: int, seq: int, d: int, rotary_dim: int, past: int, name: str,
+    *, interleaved: bool,
 ) -> str:  # fmt: skip
-    """GPT-J's rotary embedding of ``t [heads, seq, d]`` on its first ``rotary_dim`` dims.
+    """The rotary embedding of ``t [heads, seq, d]`` on its first ``rotary_dim`` dims.
 
-    ``rotate_every_two``: dims ``(2i, 2i+1)`` become ``(-x[2i+1], x[2i])``; sin/cos repeat
-    each frequency twice (``repeat_interleave``), base 10000, positions from ``past``.
+    ``interleaved`` (GPT-J's ``rotate_every_two``): dims ``(2i, 2i+1)`` become
+    ``(-x[2i+1], x[2i])`` and sin/cos repeat each frequency twice (``repeat_interleave``);
+    otherwise (LLaMA's ``rotate_half``) the halves ``(x1, x2)`` become ``(-x2, x1)`` and
+    sin/cos are the frequencies twice over (``cat(freqs, freqs)``). Base 10000, positions
+    from ``past``.
     """
     inv_freq = 1.0 / (10000.0 ** (np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim))
     angles = np.arange(past, past + seq, dtype=np.float64)[:, None] * inv_freq[None, :]
-    cos = g.const("rotary_cos", np.repeat(np.cos(angles), 2, axis=1))  # [seq, rotary_dim]
-    sin = g.const("rotary_sin", np.repeat(np.sin(angles), 2, axis=1))
+    if interleaved:
+        angles = np.repeat(angles, 2, axis=1)
+    else:
+        angles = np.concatenate([angles, angles], axis=1)
+    cos = g.const("rotary_cos", np.cos(angles))  # [seq, rotary_dim]
+    sin = g.const("rotary_sin", np.sin(angles))
     axis = g.const("axis_last", [2], np.int64)
     zero, one = g.const("zero", [0], np.int64), g.const("one_i", [1], np.int64)
     two, rot = g.const("two", [2], np.int64), g.const("rotary_dim", [rotary_dim], np.int64)
@@ -202,15 +213,22 @@ def _rotary(
         t_rot = g.op("Slice", [t, zero, rot, axis], f"{name}_rot")
         t_pass = g.op("Slice", [t, rot, g.const("head_dim", [d], np.int64), axis],
                       f"{name}_pass")  # fmt: skip
-    even = g.op("Slice", [t_rot, zero, rot, axis, two], f"{name}_even")  # x[..., ::2]
-    odd = g.op("Slice", [t_rot, one, rot, axis, two], f"{name}_odd")  # x[..., 1::2]
-    last = g.const("axis_new", [-1], np.int64)
-    pairs = g.op("Concat", [g.op("Unsqueeze", [g.op("Neg", [odd], f"{name}_neg"), last],
-                                 f"{name}_neg_u"),
-                            g.op("Unsqueeze", [even, last], f"{name}_even_u")],
-                 f"{name}_stack", axis=-1)  # fmt: skip
-    rotated = g.op("Reshape", [pairs, g.const("shape_rot", [heads, seq, rotary_dim], np.int64)],
-                   f"{name}_flatten")  # fmt: skip
+    if interleaved:
+        even = g.op("Slice", [t_rot, zero, rot, axis, two], f"{name}_even")  # x[..., ::2]
+        odd = g.op("Slice", [t_rot, one, rot, axis, two], f"{name}_odd")  # x[..., 1::2]
+        last = g.const("axis_new", [-1], np.int64)
+        pairs = g.op("Concat", [g.op("Unsqueeze", [g.op("Neg", [odd], f"{name}_neg"), last],
+                                     f"{name}_neg_u"),
+                                g.op("Unsqueeze", [even, last], f"{name}_even_u")],
+                     f"{name}_stack", axis=-1)  # fmt: skip
+        shape = g.const("shape_rot", [heads, seq, rotary_dim], np.int64)
+        rotated = g.op("Reshape", [pairs, shape], f"{name}_flatten")
+    else:
+        half = g.const("rotary_half", [rotary_dim // 2], np.int64)
+        first = g.op("Slice", [t_rot, zero, half, axis], f"{name}_x1")
+        second = g.op("Slice", [t_rot, half, rot, axis], f"{name}_x2")
+        rotated = g.op("Concat", [g.op("Neg", [second], f"{name}_neg"), first],
+                       f"{name}_rotate_half", axis=-1)  # fmt: skip
     out = g.op("Add", [g.op("Mul", [t_rot, cos], f"{name}_cos"),
                        g.op("Mul", [rotated, sin], f"{name}_sin")], f"{name}_rotated")  # fmt: skip
     if rotary_dim < d:
@@ -220,12 +238,12 @@ def _rotary(
 
 def _attention(
     g: _Graph, x: str, hidden: int, heads: int, seq: int, past: int, name: str, *,
-    bias: bool, fused_qkv: bool, rotary_dim: int = 0,
+    bias: bool, fused_qkv: bool, rotary_dim: int = 0, interleaved: bool = True,
 ) -> str:  # fmt: skip
     """Multi-head self-attention of ``x [seq, hidden]`` (+ ``past`` cached tokens).
 
-    ``rotary_dim > 0``: the new queries and keys get GPT-J's rotary embedding (the cached
-    keys are stored rotated, as in Hugging Face's cache).
+    ``rotary_dim > 0``: the new queries and keys get a rotary embedding (:func:`_rotary`;
+    the cached keys are stored rotated, as in Hugging Face's cache).
     """
     if hidden % heads:
         raise ValueError(f"hidden {hidden} is not a multiple of heads {heads}")
@@ -249,8 +267,10 @@ def _attention(
     v = g.op("Transpose", [g.op("Reshape", [v, split], f"{name}_v_heads")], f"{name}_v_t",
              perm=[1, 0, 2])  # fmt: skip
     if rotary_dim:
-        q = _rotary(g, q, heads, seq, d, rotary_dim, past, f"{name}_q_rotary")
-        k = _rotary(g, k, heads, seq, d, rotary_dim, past, f"{name}_k_rotary")
+        q = _rotary(g, q, heads, seq, d, rotary_dim, past, f"{name}_q_rotary",
+                    interleaved=interleaved)  # fmt: skip
+        k = _rotary(g, k, heads, seq, d, rotary_dim, past, f"{name}_k_rotary",
+                    interleaved=interleaved)  # fmt: skip
     if past:
         pk = g.input(g.fresh(f"{name}_past_k"), (heads, past, d))
         pv = g.input(g.fresh(f"{name}_past_v"), (heads, past, d))
@@ -294,7 +314,7 @@ def _decoder(g: _Graph, x: str, hidden: int, heads: int, ffn: int, seq: int, pas
     if kind == "llama":
         h = _rmsnorm(g, x, hidden, f"{name}_attn_norm")
         a = _attention(g, h, hidden, heads, seq, past, f"{name}_attn", bias=False,
-                       fused_qkv=False)  # fmt: skip
+                       fused_qkv=False, rotary_dim=rotary_dim, interleaved=False)  # fmt: skip
         x = g.op("Add", [x, a], f"{name}_res1")
         h = _rmsnorm(g, x, hidden, f"{name}_ffn_norm")
         gate = _silu(g, _linear(g, h, hidden, ffn, f"{name}_gate", bias=False), f"{name}_silu")
@@ -424,7 +444,8 @@ def decoder_layer(
 
     ``kind="gpt2"``: LayerNorm, fused QKV with biases, attention, projection, residual,
     LayerNorm, GELU (tanh) MLP, residual. ``kind="llama"``: RMSNorm, q/k/v/o without
-    biases, residual, RMSNorm, SwiGLU ``down(silu(gate(x)) * up(x))``, residual.
+    biases, rotary embeddings on the whole head (``rotary_dim`` None; 0 leaves them out),
+    residual, RMSNorm, SwiGLU ``down(silu(gate(x)) * up(x))``, residual.
     ``kind="gptj"``: LayerNorm, then q/k/v/out without biases with rotary embeddings on
     ``rotary_dim`` dims of each head (default 64, GPT-J-6B's) in parallel with
     ``fc_out(gelu_new(fc_in(.)))`` with biases, one residual.
@@ -441,10 +462,16 @@ def decoder_stack(
     """``layers`` decoder layers in sequence (each with its own weights and KV cache)."""
     if kind not in DECODER_KINDS:
         raise ValueError(f"unknown decoder kind {kind!r}; known: {', '.join(DECODER_KINDS)}")
+    head_dim = hidden // heads
     if rotary_dim is None:
-        rotary_dim = GPTJ_ROTARY_DIM if kind == "gptj" else 0
-    elif rotary_dim and kind != "gptj":
-        raise ValueError(f"rotary embeddings are built for kind 'gptj' only, not {kind!r}")
+        rotary_dim = {"gptj": GPTJ_ROTARY_DIM, "llama": head_dim}.get(kind, 0)
+    elif rotary_dim and kind == "gpt2":
+        raise ValueError("GPT-2 has no rotary embeddings (learned positions)")
+    elif rotary_dim and kind == "llama" and rotary_dim != head_dim:
+        raise ValueError(
+            f"LLaMA rotates the whole head: rotary_dim must be {head_dim} (or 0 for none),"
+            f" got {rotary_dim}"
+        )
     g = _Graph(f"{kind}_decoder")
     x = g.input("X", (seq, hidden))
     for i in range(layers):
@@ -475,6 +502,18 @@ GPT2 = {"hidden": 768, "heads": 12, "ffn": 3072}
 LLAMA7B = {"hidden": 4096, "heads": 32, "ffn": 11008}
 # Hugging Face's EleutherAI/gpt-j-6b config: n_embd, n_head, n_inner, rotary_dim.
 GPTJ6B = {"hidden": 4096, "heads": 16, "ffn": 16384, "rotary_dim": 64}
+#: Cached tokens of the LLM decode workloads of benchmarks/pim_llm_profiling.py: one new
+#: token attends over 512 keys.
+DECODE_PAST = 511
+
+
+def llama_at_width(hidden: int) -> dict[str, int]:
+    """LLaMA-7B's layer at width ``hidden``: heads of 64, the FFN in LLaMA-7B's ratio
+    (11008 / 4096), as benchmarks/cim_transformers.py stacks it (1024: 16 heads, FFN
+    2752, 12,650,496 parameters, 50.6 MB fp32 per layer; 32 layers fit this machine,
+    where 32 LLaMA-7B layers, 25.9 GB, do not)."""
+    return {"hidden": hidden, "heads": hidden // 64,
+            "ffn": LLAMA7B["ffn"] * hidden // LLAMA7B["hidden"]}  # fmt: skip
 
 
 def _ew(name: str) -> Callable[[int], onnx.ModelProto]:

@@ -4,7 +4,9 @@ Modules: ``instance`` (the nests, their host times, the PIM spec), ``times`` (me
 or simulated PIM times from a file, ``--pim-times``), ``rules`` (the Torch-PIM threshold
 rule, nest and operator level), ``granularity`` (operator-level decisions), ``verifier``
 (independent Eq. 9), ``pipeline`` (the optimal placement and the rule per core count),
-``output`` (terminal and JSON output). Lowering and nest profiling live in
+``output`` (terminal and JSON output), ``calibration`` and ``calibration_output`` (the
+rule's theta and sigma calibrated on a host's nests, Section 4.4: ``placement
+calibrate``). Lowering and nest profiling live in
 :mod:`placement.profiling.nest_measure`. The functions below are the public API; the
 Pyomo model itself is ``placement.models.pim_loopnest``.
 """

@@ -46,6 +46,10 @@ class PimInstance:
     absent. ``cache``: the cache state the host times were measured in (``warm`` or
     ``cold``); the shared-memory copy accounting reads it (a model input the host just
     wrote is dirty in its caches when warm, written back when cold).
+    ``host_dram_bandwidth``: ``B_cpu`` measured on the host that profiled the nests
+    (:attr:`placement.profiling.nest_profile.NestProfile.host_dram_bandwidth`), B/s; rule
+    C3's ``theta = spec.theta_ratio x B_cpu`` (:attr:`theta`) uses it, or the spec's
+    ``host_dram_bandwidth`` when it is None.
     """
 
     nests: tuple[LoopNest, ...]
@@ -58,10 +62,17 @@ class PimInstance:
     blocks: Mapping[str, Loop] | None = None
     counter_seconds: Mapping[str, float] | None = None
     cache: str = "warm"
+    host_dram_bandwidth: float | None = None
 
     def __post_init__(self) -> None:
         if self.cache not in ("warm", "cold"):
             raise PlacementError(f"cache state must be 'warm' or 'cold', got {self.cache!r}")
+        b_cpu = self.host_dram_bandwidth
+        if b_cpu is not None and not (
+            isinstance(b_cpu, (int, float)) and not isinstance(b_cpu, bool)
+            and math.isfinite(b_cpu) and b_cpu > 0
+        ):  # fmt: skip
+            raise PlacementError(f"B_cpu must be a bandwidth > 0 B/s, got {b_cpu!r}")
         object.__setattr__(self, "nests", tuple(self.nests))
         cores = self.spec.cores if self.n_cores is None else self.n_cores
         object.__setattr__(self, "n_cores", check_cores(cores))
@@ -102,6 +113,22 @@ class PimInstance:
             missing = [n.id for n in self.nests if n.id not in self.blocks]
             if missing:
                 raise PlacementError(f"nest {missing[0]!r} has no basic blocks")
+
+    @property
+    def b_cpu_measured(self) -> bool:
+        """``B_cpu`` comes from the profiling host, not from the hardware description."""
+        return self.host_dram_bandwidth is not None
+
+    @property
+    def b_cpu(self) -> float:
+        """``B_cpu`` (B/s) that rule C3's theta scales: measured, else the spec's."""
+        measured = self.host_dram_bandwidth
+        return self.spec.host_dram_bandwidth if measured is None else measured
+
+    @property
+    def theta(self) -> float:
+        """Rule C3's threshold, B/s: ``theta_ratio x B_cpu`` (Section 4.4's ratio)."""
+        return self.spec.theta_ratio * self.b_cpu
 
     @cached_property
     def pim_times(self) -> dict[str, float]:
@@ -184,11 +211,12 @@ def build_instance(
     (:mod:`placement.pim.times`) replace the analytical T_pim of the nests they name;
     ``blocks`` (:func:`~placement.profiling.nest_measure.profile_loops`) for basic-block
     granularity. Rule C3 divides the counted traffic by the counted program's time
-    (:attr:`~placement.profiling.nest_profile.NestProfile.counter_seconds`)."""
+    (:attr:`~placement.profiling.nest_profile.NestProfile.counter_seconds`) and compares
+    it with ``theta_ratio x`` the profile's measured ``B_cpu`` where it has one."""
     spec = hardware.pim if isinstance(hardware, PimHardware) else hardware
     return PimInstance(
         nests=tuple(profile.nests), t_cpu=profile.t_cpu, spec=spec, n_cores=cores,
         counters=profile.counters, measured=pim_times, blocks=blocks,
         counter_seconds=profile.counter_seconds if profile.counters else None,
-        cache=profile.cache,
+        cache=profile.cache, host_dram_bandwidth=profile.host_dram_bandwidth,
     )  # fmt: skip

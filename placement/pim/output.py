@@ -31,6 +31,7 @@ from placement.pim.granularity import (
     model_place,
     split_lines,
 )
+from placement.pim.instance import PimInstance
 from placement.pim.pipeline import CoreResult
 from placement.pim.rules import read_traffic, simulated_store_bound
 from placement.pim.times import MODEL_SOURCE
@@ -38,6 +39,7 @@ from placement.profiling.counters import (
     BACKEND_EVENTS,
     EV_BOUND_ON_STORES,
 )
+from placement.profiling.dram_bandwidth import describe as describe_dram_read
 from placement.profiling.nest_profile import FILE, MEASURED, SIMULATED, NestProfile
 from placement.solvers.base import SolveStatus
 from placement.solvers.registry import get_backend
@@ -185,10 +187,50 @@ def pim_document(
         },
         "cpu_only": profile.cpu_only,
         "baseline": baseline(profile),
+        "rule_thresholds": None
+        if not results
+        else rule_thresholds(results[0].placement.instance, hw.name, profile.host_dram_read),
         "nests": nests,
         "results": per_core,
     } | ({} if blocks is None else {"basic_blocks": blocks})
 
+
+
+def rule_thresholds(
+    instance: PimInstance, hardware: str, measurement: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Rule C3's theta and C4's sigma, and where ``B_cpu`` (theta's scale) comes from:
+    ``profile`` (measured on the profiling host, ``measurement`` its record) or
+    ``hardware`` (the description's ``host_dram_gbps``; the profile has no measurement)."""
+    spec = instance.spec
+    return {
+        "theta": instance.theta,
+        "theta_ratio": spec.theta_ratio,
+        "b_cpu": instance.b_cpu,
+        "b_cpu_source": "profile" if instance.b_cpu_measured else "hardware",
+        "b_cpu_measurement": dict(measurement) if instance.b_cpu_measured and measurement
+        else None,
+        "hardware_b_cpu": spec.host_dram_bandwidth,
+        "sigma": spec.sigma,
+        "statement": threshold_line(instance, hardware, measurement),
+    }
+
+
+def threshold_line(
+    instance: PimInstance, hardware: str, measurement: Mapping[str, Any] | None
+) -> str:
+    """One line: theta = ratio x B_cpu, which B_cpu and from where, and sigma."""
+    spec = instance.spec
+    if instance.b_cpu_measured:
+        where = "measured on the profiling host: " + describe_dram_read(measurement or {})
+        if spec.host_dram_bandwidth != instance.b_cpu:
+            where += f"; {hardware}'s {spec.host_dram_bandwidth / 1e9:g} GB/s not used"
+    else:
+        where = f"from {hardware}'s host_dram_gbps: the profile holds no measurement of its host"
+    return (
+        f"rule thresholds: theta = {spec.theta_ratio:g} x B_cpu {instance.b_cpu / 1e9:.5g} GB/s"
+        f" = {instance.theta / 1e9:.3g} GB/s (B_cpu {where}); sigma {spec.sigma:g}"
+    )
 
 
 def t_pim_provenance(results: Sequence[CoreResult]) -> dict[str, Any]:
@@ -323,11 +365,17 @@ def summary_lines(
     allow_estimates: bool,
 ) -> list[str]:
     spec = hw.pim
+    measurement = getattr(profile, "host_dram_read", None)  # B_cpu measured when profiling
     lines = [
         f"model: {profile.model_path} ({profile.source_kind}), {len(profile.nests)} loop nests;"
         f" CPU-only {fmt_time(profile.cpu_only)} (sum of nest T_cpu)",
         *baseline_lines(profile),
         f"hardware counters: {_counter_status(profile)}",
+        *(
+            [threshold_line(results[0].placement.instance, hw.name, measurement)]
+            if results
+            else []
+        ),
         "",
     ]
     sources = results[0].placement.instance.pim_time_sources if results else {}

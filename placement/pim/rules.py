@@ -7,13 +7,15 @@
   :func:`placement.devices.pim.t_pim_min`); C2 ``N_iter >= N_core`` (Eq. 4).
   A nest failing either stays on the host; stage 2 is not evaluated.
 * stage 2, ``g_mem = C3 or C4`` (Eq. 5):
-  C3 ``BW_read = n_rd * L / T_cpu > theta`` (Eq. 6), where ``T_cpu`` is the elapsed time
-  of the program the counters were counted on (``counter_seconds``; the nest's ``T_cpu``
-  unless given). The two differ with ONNX Runtime host times: the counters then come
-  from the compiled program, whose traffic over ONNX Runtime's time is a bandwidth no
-  program achieved (the compiled, untiled 2048^3 matmul's simulated L2 misses over ONNX
-  Runtime's time, 6-7x shorter than its own (docs/results.md), read as 380 GB/s, where this VM's
-  single-core read bandwidth is 20.5 GB/s: a NumPy sum over 1 GiB);
+  C3 ``BW_read = n_rd * L / T_cpu > theta`` (Eq. 6), where ``theta = theta_ratio x
+  B_cpu`` with ``B_cpu`` measured on the profiling host where the profile has it
+  (:attr:`placement.pim.instance.PimInstance.theta`; the spec's otherwise), and
+  ``T_cpu`` is the elapsed time of the program the counters were counted on
+  (``counter_seconds``; the nest's ``T_cpu`` unless given). The two differ with ONNX
+  Runtime host times: the counters then come from the compiled program, whose traffic
+  over ONNX Runtime's time is a bandwidth no program achieved (the compiled, untiled
+  2048^3 matmul's simulated L2 misses over ONNX Runtime's time, 6-7x shorter than its
+  own (docs/results.md), read as 380 GB/s, above any single core's DRAM read bandwidth);
   C4 ``StoreBound = c_store / c_backend > sigma`` (Eq. 7), where, following the
   paper's text, ``c_backend`` is the sum of the three backend-bound events
   (``CYCLE_ACTIVITY.STALLS_TOTAL``, ``EXE_ACTIVITY.1_PORTS_UTIL``,
@@ -215,9 +217,11 @@ def decide(
     *,
     allow_estimates: bool = False,
     counter_seconds: float | None = None,
+    theta: float | None = None,
 ) -> RuleDecision:
     """Apply Eqs. 1-7 to one nest; the record names the deciding condition.
-    ``counter_seconds``: the counted program's time for C3 (module docstring)."""
+    ``counter_seconds``: the counted program's time for C3 (module docstring); ``theta``:
+    C3's threshold in B/s (default ``spec.theta``, the spec's own ``B_cpu``)."""
     cores = check_cores(spec.cores if n_cores is None else n_cores)
     events = _normalize(counters, nest.id)
 
@@ -242,7 +246,8 @@ def decide(
     assert t_cpu is not None  # C1 passed
     if counter_seconds is not None:
         _check_time(counter_seconds, nest.id, "counted-program time")
-    c3 = _c3(nest, t_cpu, events, spec, allow_estimates, counter_seconds)
+    theta = spec.theta if theta is None else theta
+    c3 = _c3(nest, t_cpu, events, theta, spec.cache_line, allow_estimates, counter_seconds)
     c4 = _c4(events, spec)
     conds = (*stage1, c3, c4)
     passed = [c for c in (c3, c4) if c.passed]
@@ -270,6 +275,7 @@ def apply_rule(
     *,
     allow_estimates: bool = False,
     counter_seconds: Mapping[str, float] | None = None,
+    theta: float | None = None,
 ) -> dict[str, RuleDecision]:
     """The rule's decision for every nest, keyed by nest id, in program order."""
     counters = counters or {}
@@ -277,7 +283,7 @@ def apply_rule(
     return {
         n.id: decide(
             n, t_cpu.get(n.id), counters.get(n.id), spec, n_cores,
-            allow_estimates=allow_estimates, counter_seconds=seconds.get(n.id),
+            allow_estimates=allow_estimates, counter_seconds=seconds.get(n.id), theta=theta,
         )  # fmt: skip
         for n in nests
     }
@@ -286,10 +292,11 @@ def apply_rule(
 def rule_placement(
     instance: PimInstance, *, allow_estimates: bool = False
 ) -> dict[str, RuleDecision]:
-    """The rule applied to a :class:`~placement.pim.instance.PimInstance` (its counters, if any)."""
+    """The rule applied to a :class:`~placement.pim.instance.PimInstance` (its counters, if
+    any; its theta, :attr:`~placement.pim.instance.PimInstance.theta`)."""
     return apply_rule(
         *_rule_inputs(instance), allow_estimates=allow_estimates,
-        counter_seconds=instance.counter_seconds,
+        counter_seconds=instance.counter_seconds, theta=instance.theta,
     )  # fmt: skip
 
 
@@ -330,13 +337,12 @@ def read_traffic(events: Mapping[str, float], cache_line: int) -> tuple[float, b
 
 
 def _c3(
-    nest: LoopNest, t_cpu: float, events: dict[str, float], spec: PimSpec, allow_estimates: bool,
-    counter_seconds: float | None = None,
+    nest: LoopNest, t_cpu: float, events: dict[str, float], theta: float, cache_line: int,
+    allow_estimates: bool, counter_seconds: float | None = None,
 ) -> Condition:  # fmt: skip
-    theta = spec.theta
     simulated = False
     counted = t_cpu if counter_seconds is None else counter_seconds
-    traffic = read_traffic(events, spec.cache_line)
+    traffic = read_traffic(events, cache_line)
     if traffic is not None:
         if counted <= 0:
             text = "the counted program's time is 0: no bandwidth"
@@ -519,6 +525,7 @@ def apply_operator_rule(
     allow_estimates: bool = False,
     n_iter: str = "max",
     counter_seconds: Mapping[str, float] | None = None,
+    theta: float | None = None,
 ) -> dict[str, RuleDecision]:
     """Nest id -> the decision of its operator's region (program order of ``nests``)."""
     by_nest: dict[str, RuleDecision] = {}
@@ -528,6 +535,7 @@ def apply_operator_rule(
         d = decide(
             region.nest, region.t_cpu, region.counters, spec, n_cores,
             allow_estimates=allow_estimates, counter_seconds=region.counter_seconds,
+            theta=theta,
         )  # fmt: skip
         where = f"operator {region.node or region.nest_ids[0]} ({len(region.nest_ids)} nests)"
         for nid in region.nest_ids:
@@ -544,7 +552,7 @@ def operator_rule_placement(
     """:func:`apply_operator_rule` on a :class:`~placement.pim.instance.PimInstance`."""
     return apply_operator_rule(
         *_rule_inputs(instance), allow_estimates=allow_estimates, n_iter=n_iter,
-        counter_seconds=instance.counter_seconds,
+        counter_seconds=instance.counter_seconds, theta=instance.theta,
     )  # fmt: skip
 
 

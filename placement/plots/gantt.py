@@ -1,5 +1,6 @@
 """Gantt charts of one placement: a CIM schedule (host lane, CIM sub-lanes, transfers)
-and a host/PIM placement (sequential nests, operand copies, switches).
+and a host/PIM placement (sequential nests, operand copies, switches), drawn from the
+placement's timeline (:mod:`placement.plots.timeline`).
 
 Each function takes a placement JSON document and returns a
 :class:`matplotlib.figure.Figure` whose boxes carry the operator or nest ids as gids.
@@ -7,8 +8,6 @@ Each function takes a placement JSON document and returns a
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -16,16 +15,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from placement.devices.pim import t_pim
-from placement.errors import PlacementError
-from placement.hardware.pim import PimSpec, pim_spec_from_table
-from placement.nests import LoopNest
 from placement.plots.common import (
     ACCEL_COLOR,
     HOST_COLOR,
     MISMATCH_COLOR,
     UNPROVEN_LABEL,
-    PlotDataError,
     gap_text,
     host_caption,
     new_figure,
@@ -34,6 +28,7 @@ from placement.plots.common import (
     unproven,
 )
 from placement.plots.pim import pim_result, placement_part
+from placement.plots.timeline import cim_timeline, pim_timeline, sub_lanes
 
 TRANSFER_COLOR = "#e08a1e"
 SWITCH_COLOR = "#c0392b"
@@ -55,22 +50,6 @@ def _label_fitter(span: float, fig_width_in: float, fontsize: float) -> Any:
     return fit
 
 
-def _sub_lanes(intervals: Sequence[tuple[str, float, float]]) -> dict[str, int]:
-    """Greedy interval colouring: overlapping intervals get different sub-lanes."""
-    lanes: list[float] = []  # end of the last interval in each lane
-    out: dict[str, int] = {}
-    for name, s, f in sorted(intervals, key=lambda i: (i[1], i[2], i[0])):
-        for k, end in enumerate(lanes):
-            if s >= end - 1e-15:
-                lanes[k] = f
-                out[name] = k
-                break
-        else:
-            lanes.append(f)
-            out[name] = len(lanes) - 1
-    return out
-
-
 def cim_gantt(
     placement_json: Mapping[str, Any],
     edges: Iterable[Sequence[Any]] | None = None,
@@ -85,38 +64,16 @@ def cim_gantt(
     marker at the producer's finish instead of a bar. The document's own
     ``edges`` list is used when ``edges`` is None. Each box's gid is its operator name.
     """
-    sched = placement_json.get("schedule", placement_json)
-    ops = sched.get("operators") if isinstance(sched, Mapping) else None
-    if not isinstance(ops, Mapping) or not ops:
-        raise PlotDataError("Gantt chart: the placement has no schedule (no solution found?)")
-    try:
-        times = {
-            str(v): (d.get("device") == "host", float(d["start"]), float(d["finish"]))
-            for v, d in ops.items()
-        }
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise PlotDataError(f"Gantt chart: malformed schedule ({exc!r})") from None
-    makespan = num(sched, "makespan") or max(f for _, _, f in times.values())
+    timeline = cim_timeline(placement_json, edges)
+    makespan = timeline.end
     scale, unit = time_unit(makespan)
-    host_ops = [(v, s, f) for v, (h, s, f) in times.items() if h]
-    cim_ops = [(v, s, f) for v, (h, s, f) in times.items() if not h]
-    cim_lane = _sub_lanes(cim_ops)
+    host_ops = [(i.name, i.start, i.finish) for i in timeline.on("host")]
+    cim_ops = [(i.name, i.start, i.finish) for i in timeline.on("cim")]
+    cim_lane = sub_lanes(cim_ops)
     n_cim = max(cim_lane.values(), default=-1) + 1
-
-    if edges is None:
-        edges = placement_json.get("edges") or []
-    transfers: list[tuple[str, float, float]] = []
-    timed = True  # False when an edge came without its transfer time: markers, not bars
-    for e in edges:
-        e = list(e.values()) if isinstance(e, Mapping) else list(e)
-        u, v = str(e[0]), str(e[1])
-        if u not in times or v not in times or times[u][0] == times[v][0]:
-            continue
-        t = float(e[2]) if len(e) > 2 and e[2] is not None else None
-        timed &= t is not None
-        begin = times[u][2]
-        transfers.append((f"{u}->{v}", begin, begin + (t or 0.0)))
-    tr_lane = _sub_lanes(transfers)
+    transfers = [(i.name, i.start, i.finish) for i in timeline.on("bus")]
+    timed = timeline.timed_transfers
+    tr_lane = sub_lanes(transfers)
     n_tr = max(tr_lane.values(), default=-1) + 1
 
     # Lanes from the top: host, CIM sub-lanes, transfer sub-lanes (thinner).
@@ -199,94 +156,41 @@ def pim_gantt(
     before the field); per-nest copy times are Eq. 8's, scaled to the placement's T_copy
     under exact copy accounting. Rectangles' gids are the nest ids.
     """
-    nests = document.get("nests")
-    if not isinstance(nests, list) or not nests or not isinstance(nests[0], Mapping):
-        raise PlotDataError(
-            "PIM Gantt chart: the document has no per-nest data (needs the full JSON of"
-            " `solve --target pim --json`, not a bare placement)"
-        )
-    result = pim_result(document, cores)
-    placement = placement_part(result)
-    decisions = placement.get("decisions")
-    if not isinstance(decisions, Mapping):
-        raise PlotDataError("PIM Gantt chart: the placement has no decisions (no solution?)")
-    n_cores = int(num(placement, "n_cores") or num(result, "n_cores") or 0) or None
-    spec = _pim_spec(document.get("hardware"))
-    try:
-        known = {f.name for f in dataclasses.fields(LoopNest)} | {"fetch_bytes", "flush_bytes"}
-        loops = [LoopNest.from_json({k: v for k, v in n.items() if k in known}) for n in nests]
-        t_cpu = {str(n["id"]): float(n["t_cpu"]) for n in nests}
-        key = str(n_cores or spec.cores)
-        t_pim_doc = {
-            str(n["id"]): float(n["t_pim"][key])
-            for n in nests
-            if isinstance(n.get("t_pim"), Mapping) and key in n["t_pim"]
-        }
-    except (KeyError, TypeError, ValueError) as exc:
-        raise PlotDataError(f"PIM Gantt chart: malformed nest data ({exc!r})") from None
-    hybrid = placement.get("hybrid") if isinstance(placement.get("hybrid"), Mapping) else {}
-    on_pim = {k for k, v in decisions.items() if v == "pim"}
-    copy_s = {
-        n.id: n.fetch_bytes / spec.read_bandwidth + n.flush_bytes / spec.writeback_bandwidth
-        for n in loops
-        if n.id in on_pim
-    }
-    total_copy = math.fsum(copy_s.values())
-    if num(hybrid, "copy") is not None and total_copy > 0:
-        factor = (num(hybrid, "copy") or 0.0) / total_copy  # exact accounting: < 1
-        copy_s = {k: v * factor for k, v in copy_s.items()}
-
-    segments: list[tuple[str, str, float, float]] = []  # (kind, id, start, finish)
-    t, on = 0.0, False
-    for n in loops:
-        here = n.id in on_pim
-        if here != on:
-            segments.append(("switch", f"switch@{n.id}", t, t + spec.t_sw))
-            t += spec.t_sw
-            on = here
-        if here:
-            c = copy_s.get(n.id, 0.0)
-            segments.append(("copy", f"copy:{n.id}", t, t + c))
-            t += c
-            d = t_pim_doc[n.id] if n.id in t_pim_doc else t_pim(n, spec, n_cores)
-            segments.append(("pim", n.id, t, t + d))
-        else:
-            d = t_cpu[n.id]
-            segments.append(("host", n.id, t, t + d))
-        t += d
-    if on:  # execution ends on the host
-        segments.append(("switch", "switch@end", t, t + spec.t_sw))
-        t += spec.t_sw
-    total = t
+    timeline = pim_timeline(document, cores)
+    placement = placement_part(pim_result(document, cores))
+    n_host, n_pim = len(timeline.on("host", "nest")), len(timeline.on("pim", "nest"))
+    total = timeline.end
     scale, unit = time_unit(total or 1.0)
     fig = new_figure(11.0, 2.9)
     ax = fig.subplots()
-    lane = {"host": 0.0, "pim": 1.0, "copy": 1.0}
-    style = {"host": HOST_COLOR, "pim": ACCEL_COLOR, "copy": COPY_COLOR}
+    lane = {"host": 0.0, "pim": 1.0}
     fit = _label_fitter(total, 11.0, 7.0)
-    for kind, name, s, f in segments:
-        if kind == "switch":
+    for i in timeline.intervals:
+        s, f = i.start, i.finish
+        if i.kind == "switch":
             band = Rectangle((s * scale, -0.5), (f - s) * scale, 2.0, facecolor=SWITCH_COLOR,
                              alpha=0.35, edgecolor=SWITCH_COLOR, linewidth=0.8)  # fmt: skip
-            band.set_gid(name)
+            band.set_gid(i.name)
             ax.add_patch(band)
             continue
-        box = Rectangle((s * scale, lane[kind] - 0.35), (f - s) * scale, 0.7,
-                        facecolor=style[kind], edgecolor="white", linewidth=0.6,
-                        hatch="///" if kind == "copy" else None)  # fmt: skip
-        box.set_gid(name)
+        color = COPY_COLOR if i.kind == "copy" else (
+            HOST_COLOR if i.device == "host" else ACCEL_COLOR)  # fmt: skip
+        box = Rectangle((s * scale, lane[i.device] - 0.35), (f - s) * scale, 0.7,
+                        facecolor=color, edgecolor="white", linewidth=0.6,
+                        hatch="///" if i.kind == "copy" else None)  # fmt: skip
+        box.set_gid(i.name)
         ax.add_patch(box)
-        text = fit(name, f - s) if kind != "copy" else ""
+        text = fit(i.name, f - s) if i.kind != "copy" else ""
         if text:
-            ax.text((s + f) / 2 * scale, lane[kind], text, ha="center", va="center",
-                    fontsize=7, color="white" if kind == "host" else "black")  # fmt: skip
-    n_switch = sum(1 for k, *_ in segments if k == "switch")
-    ax.set_yticks([0.0, 1.0], ["host CPU", f"PIM ({n_cores or spec.cores} cores)"])
+            ax.text((s + f) / 2 * scale, lane[i.device], text, ha="center", va="center",
+                    fontsize=7, color="white" if i.device == "host" else "black")  # fmt: skip
+    n_switch = len(timeline.on("host", "switch"))
+    ax.set_yticks([0.0, 1.0], ["host CPU", f"PIM ({timeline.pim_cores} cores)"])
     ax.set_ylim(1.6, -0.6)
     _time_axis(ax, total * scale * 1.01, unit)
     handles = [
-        Patch(color=HOST_COLOR, label=f"host nest ({len(loops) - len(on_pim)})"),
-        Patch(color=ACCEL_COLOR, label=f"PIM nest ({len(on_pim)})"),
+        Patch(color=HOST_COLOR, label=f"host nest ({n_host})"),
+        Patch(color=ACCEL_COLOR, label=f"PIM nest ({n_pim})"),
         Patch(facecolor=COPY_COLOR, hatch="///", label="operand copy (Eq. 8)"),
         Patch(color=SWITCH_COLOR, alpha=0.5, label=f"switch T_sw ({n_switch})"),
     ]
@@ -299,20 +203,6 @@ def pim_gantt(
         sub += f"\n{UNPROVEN_LABEL.replace('gap', gap_text(placement))}"
     ax.set_title(f"{title or 'PIM placement'}: {sub}")
     return fig
-
-
-def _pim_spec(hardware: Any) -> PimSpec:
-    """PimSpec from a document's ``hardware`` (file units), validated as a hardware file's
-    ``[pim]`` table is; the preset default without one. A bad table: a PlotDataError."""
-    values = hardware.get("pim") if isinstance(hardware, Mapping) else None
-    if not isinstance(values, Mapping):
-        return PimSpec()
-    name = hardware.get("name")
-    source = f"hardware {name!r}" if isinstance(name, str) and name else "hardware"
-    try:
-        return pim_spec_from_table(values, source)
-    except PlacementError as exc:
-        raise PlotDataError(f"PIM Gantt chart: bad hardware in the document ({exc})") from None
 
 
 def _time_axis(ax: Any, end: float, unit: str) -> None:

@@ -234,6 +234,21 @@ def program_estimate(program: Any) -> MemoryEstimate:
     return estimate(tensors, steps)
 
 
+def return_freed_memory() -> None:
+    """Give the memory this process has freed back to the system (glibc's ``malloc_trim``;
+    nothing elsewhere). glibc keeps freed small blocks for reuse: after LLVM compiled a
+    program of several hundred loop nests, ~0.5 GB of freed compiler memory stayed
+    resident through the phases after it (a 12-layer GPT-2)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        ctypes.CDLL(name).malloc_trim(0)
+    except (OSError, AttributeError, TypeError):  # not glibc: nothing to trim
+        pass
+
+
 def check_model_memory(
     path: str | Path, model: onnx.ModelProto, memory_limit_gb: float | None = None
 ) -> None:

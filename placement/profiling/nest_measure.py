@@ -25,6 +25,22 @@ or ``cold`` (last-level cache flushed before every run,
 counted (or simulated) on the program that was timed: the optimized one for
 ``ort``/``compiled``, the lowered one for ``jit``.
 
+Counters of repeated layers (``representative_layers``, default on): in a stack of at
+least three identical layers the simulation counts the first two and gives the later
+layers' nests the counters of the second's (:mod:`placement.profiling.repeats`); the
+profile's ``metadata["simulation"]["nests"]`` says which nests took whose counters.
+
+Phases: ``metadata["phase_seconds"]`` holds the wall time of each phase, in order and
+back to back (reading the model and checking its memory, lowering unless a lowered
+program was given, host optimization, JIT timing, the output check against ONNX Runtime,
+ONNX Runtime's profile, the cache simulation) and ``metadata["machine_load"]`` the
+1-minute load average before and after.
+
+Memory: the phases hold the weights one copy at a time -- the lowering none (they stay
+in their files, :class:`~placement.profiling.mlir.lower.WeightFile`), the JIT timing its
+arguments, released before ONNX Runtime loads the model (mapping the weights from their
+files), the simulation's driver its own (read from the files, in its own process).
+
 Basic blocks (``profile_loops``): each nest's loops and body segments
 (:class:`placement.blocks.Loop`, :mod:`placement.profiling.mlir.loops`) read from a fresh
 lowering, for basic-block granularity; profiles do not store them.
@@ -35,6 +51,8 @@ CIM path and loading saved profiles never pay for it.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -57,6 +75,7 @@ from placement.profiling.counters import (
     load_counters,
     select_source,
 )
+from placement.profiling.dram_bandwidth import measure_dram_read
 from placement.profiling.host import host_description
 from placement.profiling.memory import check_model_memory, check_program_memory
 from placement.profiling.nest_profile import FILE, MEASURED, UNAVAILABLE, NestProfile
@@ -136,6 +155,7 @@ def profile_nests(
     cache: str | None = None,
     markers: str = "auto",
     memory_limit_gb: float | None = None,
+    representative_layers: bool = True,
 ) -> NestProfile:
     """Lower ``path``, time its nests, attach counters; see the module doc.
 
@@ -151,14 +171,17 @@ def profile_nests(
     | ``"c"`` | ``"python"`` (:func:`~placement.profiling.nest_timing.time_nests`). A
     model whose run (in the JIT or in ONNX Runtime) would need more memory than
     ``memory_limit_gb`` (default: half the available memory) is refused before anything
-    is allocated (:mod:`placement.profiling.memory`).
+    is allocated (:mod:`placement.profiling.memory`). ``representative_layers``: simulate
+    repeated layers once (module doc; False: every nest).
     """
     from placement.profiling.nest_timing import time_nests  # loads torch-mlir
 
+    phases = _Phases()
     path = Path(path)
     if runs < 1 or warmup < 0:
         raise PlacementError(f"--runs must be >= 1 and --warmup >= 0 (got {runs}, {warmup})")
-    sha = model_sha256(path)
+    with phases("reading"):
+        sha = model_sha256(path)
     host_times = resolve_host_times(host_times, path)
     cache = resolve_cache(cache)
     requested = {None: AUTO, True: AUTO, False: NONE}.get(counters, counters)  # type: ignore[arg-type]
@@ -166,10 +189,12 @@ def profile_nests(
         choice = select_source(requested)
     except CountersUnavailable as exc:
         raise PlacementError(f"--counters-source {requested}: {exc.reason}") from None
-    if not is_mlir(path):  # ONNX Runtime runs it too; refused before it is even lowered
-        check_model_memory(path, read_onnx(path, load_weights=False), memory_limit_gb)
+    with phases("reading"):
+        if not is_mlir(path):  # ONNX Runtime runs it too; refused before it is even lowered
+            check_model_memory(path, read_onnx(path, load_weights=False), memory_limit_gb)
     if program is None:
-        program = lower_model(path)
+        with phases("lowering"):
+            program = lower_model(path)
     if not program.nests:
         raise PlacementError(f"{path}: the lowering materializes no loop nests; nothing to place")
     check_program_memory(program, memory_limit_gb)
@@ -179,25 +204,36 @@ def profile_nests(
             return None
         return lambda done, total: progress(name, done, total)
 
+    # B_cpu of rule C3's theta, on the host that times the nests; its buffer (>= 128 MiB)
+    # is freed before the nests run.
+    host_dram_read = measure_dram_read().to_json()
     onnx_ref = None if program.source_kind == "mlir" else path
     if host_times != "jit":  # time (and count) the program a compiler would run
         from placement.profiling.mlir.optimize import optimize_program
 
-        program = optimize_program(program)
-    timing = time_nests(
-        program, runs=runs, warmup=warmup, seed=seed, check_against_onnx=onnx_ref,
-        progress=phase("timing"), cache=cache, markers=markers,
-    )  # fmt: skip
-    t_cpu, host_detail, ort_cpu_only, ort_record = _host_times(
-        path, program, timing, host_times, onnx_ref is not None,
-        runs=runs, warmup=warmup, seed=seed, cache=cache, phase=phase,
-        memory_limit_gb=memory_limit_gb,
-    )  # fmt: skip
-    values, source, simulation = _nest_counters(
-        program, choice, requested, timing.total_seconds,
-        runs=runs, warmup=warmup, seed=seed, cache=cache, phase=phase,
-        cache_geometry=cache_geometry,
-    )  # fmt: skip
+        with phases("host optimization"):
+            program = optimize_program(program)
+    with phases("JIT timing"):
+        timing = time_nests(
+            program, runs=runs, warmup=warmup, seed=seed, check_against_onnx=onnx_ref,
+            progress=phase("timing"), cache=cache, markers=markers,
+        )  # fmt: skip
+    check_seconds = timing.metadata.get("output_check_seconds")
+    if check_seconds is not None:  # timed inside time_nests, after the JIT is released
+        phases.split("JIT timing", "output check", check_seconds)
+    with phases("ONNX Runtime") if onnx_ref is not None else contextlib.nullcontext():
+        t_cpu, host_detail, ort_cpu_only, ort_record = _host_times(
+            path, program, timing, host_times, onnx_ref is not None,
+            runs=runs, warmup=warmup, seed=seed, cache=cache, phase=phase,
+            memory_limit_gb=memory_limit_gb,
+        )  # fmt: skip
+    counting = {PERF: "counters (perf)", SIMULATED: "cache simulation"}.get(choice.source)
+    with phases(counting) if counting else contextlib.nullcontext():
+        values, source, simulation = _nest_counters(
+            program, choice, requested, timing,
+            runs=runs, warmup=warmup, seed=seed, cache=cache, phase=phase,
+            cache_geometry=cache_geometry, representative_layers=representative_layers,
+        )  # fmt: skip
     metadata: dict[str, Any] = {
         "torch_mlir_version": _package_version("torch-mlir"),
         "placement_version": _package_version("placement"),
@@ -219,6 +255,9 @@ def profile_nests(
         "onnxruntime": ort_record,
         "warnings": list(timing.metadata.get("warnings", []))
         + list((ort_record or {}).get("warnings", [])),
+        "phase_seconds": phases.seconds,
+        "phase_started": phases.started,  # Unix time
+        "machine_load": {"before": phases.load_before, "after": _load()},
     }
     if simulation is not None:
         metadata["simulation"] = simulation
@@ -226,6 +265,7 @@ def profile_nests(
         host_times=host_times,
         cache=cache,
         ort_cpu_only=ort_cpu_only,
+        host_dram_read=host_dram_read,
         nests=list(program.nests),
         t_cpu=t_cpu,
         counters=values,
@@ -267,12 +307,14 @@ def _host_times(
 
 
 def _nest_counters(
-    program: Any, choice: SourceChoice, requested: str, program_seconds: float, *,
+    program: Any, choice: SourceChoice, requested: str, timing: Any, *,
     runs: int, warmup: int, seed: int, cache: str,
     phase: Callable[[str], Callable[[int, int], None] | None], cache_geometry: Any,
+    representative_layers: bool,
 ) -> tuple[dict[str, dict[str, float]] | None, str, dict[str, Any] | None]:  # fmt: skip
     """The counters per nest from the chosen source, the profile's counter source label
     and the simulation's record (simulated counters only)."""
+    program_seconds = timing.total_seconds
     if choice.source == PERF:
         try:
             values = count_nests(
@@ -287,22 +329,26 @@ def _nest_counters(
     if choice.source != SIMULATED:
         return None, f"{UNAVAILABLE}: {choice.reason}", None
 
+    from placement.profiling.cache_geometry import host_cache_geometry
+    from placement.profiling.repeats import simulation_plan
     from placement.profiling.simulated import DEFAULT_WARMUP, simulate_nests
 
-    program_runs = (DEFAULT_WARMUP + 1) * program_seconds
-    low, high = (SIMULATION_STARTUP_SECONDS + program_runs * f for f in SIMULATION_SLOWDOWN)
+    geometry = cache_geometry or host_cache_geometry()
+    cold = cache == "cold"
+    plan = simulation_plan(program, geometry.ll.size, warm=not cold,
+                           representatives=representative_layers)  # fmt: skip
+    low, high = simulation_seconds(program, plan, timing, warmup=DEFAULT_WARMUP)
     if requested == AUTO and low > AUTO_SIMULATION_BUDGET_SECONDS:
         skipped = f"{choice.skipped[0]}; " if choice.skipped else ""
         reason = (
             f"{skipped}simulated counters skipped: the cache simulation would take"
-            f" {low / 60:.0f}-{high / 60:.0f} min ({DEFAULT_WARMUP + 1} runs of"
-            f" {program_seconds:.3g} s under valgrind); --counters-source simulated runs it"
-            " anyway"
+            f" {low / 60:.0f}-{high / 60:.0f} min (runs of {program_seconds:.3g} s under"
+            " valgrind); --counters-source simulated runs it anyway"
         )
         return None, f"{UNAVAILABLE}: {reason}", None
     try:
         sim = simulate_nests(
-            program, geometry=cache_geometry, cold=cache == "cold", seed=seed,
+            program, geometry=geometry, cold=cold, seed=seed, plan=plan,
             progress=phase(f"{SIMULATION_PHASE} (~{low:.0f}-{high:.0f} s)"),
         )  # fmt: skip
     except (CountersUnavailable, PlacementError) as exc:
@@ -314,6 +360,64 @@ def _nest_counters(
     if choice.skipped:
         simulation["perf_unavailable"] = choice.skipped[0]
     return sim.counters, SIMULATED, simulation
+
+
+def simulation_seconds(program: Any, plan: Any, timing: Any, *, warmup: int) -> tuple[float, float]:
+    """The cache simulation's expected wall time (low, high): the JIT's time of what runs
+    under valgrind, at SIMULATION_SLOWDOWN. Every nest in every run, unless the plan skips
+    nests: then the nests each run runs (by their share of the JIT's time)."""
+    from placement.profiling.repeats import SKIP
+
+    total = timing.total_seconds
+    if plan.is_full:
+        executed = (warmup + 1) * total
+    else:
+        nest_total = sum(timing.t_cpu.values()) or 1.0
+
+        def share(modes: tuple[int, ...]) -> float:
+            nests = zip(program.nests, modes, strict=True)
+            return sum(timing.t_cpu[n.id] for n, mode in nests if mode != SKIP) / nest_total
+
+        executed = total * (share(plan.counted_run) + warmup * share(plan.warm_up_run))
+    low, high = (SIMULATION_STARTUP_SECONDS + executed * f for f in SIMULATION_SLOWDOWN)
+    return low, high
+
+
+class _Phases:
+    """Wall time per phase of profile_nests, in order (``with phases("name"): ...``), and
+    when each started (Unix time, for lining up a memory trace)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.started: dict[str, float] = {}
+        self.load_before = _load()
+
+    def __call__(self, name: str) -> Any:
+        import time
+
+        @contextlib.contextmanager
+        def timed() -> Any:
+            self.started.setdefault(name, time.time())
+            start = time.perf_counter()
+            try:
+                yield
+            finally:
+                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+        return timed()
+
+    def split(self, whole: str, part: str, seconds: float) -> None:
+        """Move the last ``seconds`` of phase ``whole`` to a phase of its own."""
+        self.seconds[whole] -= seconds
+        self.seconds[part] = seconds
+        self.started[part] = self.started[whole] + self.seconds[whole]
+
+
+def _load() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
 
 
 def with_counters_file(profile: NestProfile, path: str | Path) -> NestProfile:

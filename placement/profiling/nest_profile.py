@@ -22,6 +22,7 @@ File format (JSON object, written with indentation)::
       "host_times": "ort" | "compiled" | "jit",   # where t_cpu comes from (below)
       "cache": "warm" | "cold",                   # cache state of the measurement
       "ort_cpu_only": 1.2e-03 | null,             # ONNX Runtime's CPU-only time, seconds
+      "host_dram_read": {"gbps": 8.3, "method": ..., ...} | null,   # B_cpu (below)
       "metadata": {"torch_mlir_version": ..., "runs": ..., "date": ..., "machine": ...,
                    "marker_pair_ns": ..., ..., "simulation": {...},
                    "host_times_detail": {...}, "onnxruntime": {...}}
@@ -45,6 +46,12 @@ per-operator times), measured when profiling so that every result can state its
 baseline next to what a user runs today; ``null`` for ``.mlir`` input (nothing for ONNX
 Runtime to run). Files written before these three keys existed load as ``jit``,
 ``warm`` and ``null``: that is what they held.
+
+``host_dram_read`` is this host's single-thread DRAM read bandwidth ``B_cpu``, measured
+when profiling (:mod:`placement.profiling.dram_bandwidth`: ``gbps``, the method, the
+spread of the passes); rule C3's threshold is ``theta_ratio x`` this figure. Files
+written before the key existed (and profiles that did not measure it) hold ``null``:
+the rule then uses the hardware's ``host_dram_gbps``.
 
 ``counters`` hold the five Table 1 events per nest (``measured``: perf events on this
 host; ``file``: loaded with ``--counters``), or, with ``counter_source`` ``simulated``,
@@ -107,10 +114,16 @@ class NestProfile:
     host_times: str = LEGACY_HOST_TIMES  # "ort" | "compiled" | "jit" (module docstring)
     cache: str = "warm"  # "warm" | "cold"
     ort_cpu_only: float | None = None  # ONNX Runtime's CPU-only seconds for the model
+    host_dram_read: dict[str, Any] | None = None  # B_cpu measured here (module docstring)
 
     @property
     def host_times_description(self) -> str:
         return HOST_TIME_DESCRIPTIONS.get(self.host_times, self.host_times)
+
+    @property
+    def host_dram_bandwidth(self) -> float | None:
+        """``B_cpu`` measured on the profiling host, B/s; None when not measured."""
+        return None if self.host_dram_read is None else self.host_dram_read["gbps"] * 1e9
 
     @property
     def nest_ids(self) -> list[str]:
@@ -176,6 +189,7 @@ class NestProfile:
             "host_times": self.host_times,
             "cache": self.cache,
             "ort_cpu_only": self.ort_cpu_only,
+            "host_dram_read": self.host_dram_read,
             "metadata": self.metadata,
         }
 
@@ -252,6 +266,13 @@ class NestProfile:
         ort_cpu_only = data.get("ort_cpu_only")
         if ort_cpu_only is not None and not is_nonnegative_number(ort_cpu_only):
             raise bad("'ort_cpu_only' must be a non-negative number of seconds or null")
+        host_dram_read = data.get("host_dram_read")
+        if host_dram_read is not None and not (
+            isinstance(host_dram_read, dict)
+            and is_nonnegative_number(host_dram_read.get("gbps"))
+            and host_dram_read["gbps"] > 0
+        ):
+            raise bad("'host_dram_read' must be null or an object with 'gbps' > 0 (B_cpu)")
         return cls(
             nests=nests,
             t_cpu={k: float(t_cpu[k]) for k in ids},
@@ -265,6 +286,7 @@ class NestProfile:
             host_times=host_times,
             cache=cache,
             ort_cpu_only=None if ort_cpu_only is None else float(ort_cpu_only),
+            host_dram_read=host_dram_read,
         )
 
     def check_matches(self, sha256: str, path_for_message: str) -> None:

@@ -47,9 +47,10 @@ import numpy as np
 
 from placement.errors import PlacementError
 from placement.profiling.cache_flush import cache_metadata, make_flusher
-from placement.profiling.mlir.lower import LoweredProgram, new_context
+from placement.profiling.memory import return_freed_memory
+from placement.profiling.mlir.lower import ArgInfo, LoweredProgram, WeightFile, new_context
 from placement.profiling.mlir.markers import mark_program
-from placement.profiling.mlir.passes import first_line, run_passes
+from placement.profiling.mlir.passes import run_passes
 from placement.profiling.nest_markers import MAX_NESTS, MarkersUnavailable, load_c_markers
 
 TO_LLVM = (
@@ -133,14 +134,15 @@ def _time_nests(
     start = time.perf_counter()
     count = len(program.nests)
     engine, callbacks = jit_with_markers(program, state.enter, state.exit, calibration=True)
+    entry = engine.lookup(program.func_name)  # LLVM compiles here
+    calibrate = engine.lookup(CALIBRATE)
     compiled = time.perf_counter()
+    return_freed_memory()  # the compiler's, before the weights are read
 
     arrays = program_arguments(program, seed)
     descriptors = [get_ranked_memref_descriptor(a) for a in arrays]
     pointers = [ctypes.pointer(ctypes.pointer(d)) for d in descriptors]
     packed = (ctypes.c_void_p * len(pointers))(*[ctypes.cast(p, ctypes.c_void_p) for p in pointers])
-    entry = engine.lookup(program.func_name)
-    calibrate = engine.lookup(CALIBRATE)
     no_args = (ctypes.c_void_p * 1)()
 
     # Calibrate: the in-nest share and the full cost of one enter/exit pair.
@@ -199,9 +201,15 @@ def _time_nests(
     if state.library is not None:
         metadata["marker_library"] = str(state.library)
     timing = NestTiming(t_cpu=t_cpu, total_seconds=total, runs=runs, metadata=metadata)
+    # The weights and the JIT go before ONNX Runtime loads the model for the check: the
+    # two copies of the weights are never alive at once.
+    kept = [None if a.role == "weight" else x for a, x in zip(program.args, arrays, strict=True)]
+    del engine, entry, calibrate, packed, pointers, descriptors, arrays
+    return_freed_memory()
     if check_against_onnx is not None:
-        timing.max_abs_error = check_outputs(program, arrays, Path(check_against_onnx))
-    del engine
+        checked = time.perf_counter()
+        timing.max_abs_error = check_outputs(program, kept, Path(check_against_onnx))
+        metadata["output_check_seconds"] = time.perf_counter() - checked
     return timing
 
 
@@ -349,40 +357,57 @@ def random_inputs(program: LoweredProgram, seed: int) -> dict[str, np.ndarray]:
 
 
 def program_arguments(program: LoweredProgram, seed: int) -> list[np.ndarray]:
+    """The program's arguments in call order: random inputs, the weights (read from their
+    files into 64-byte aligned arrays: the one copy of them this process holds), zeroed
+    outputs."""
     feeds = random_inputs(program, seed)
     arrays = []
     for arg in program.args:
         if arg.role == "input":
             arrays.append(feeds[arg.name])
         elif arg.role == "weight":
-            value = program.weights.get(arg.name)
-            if value is None:
-                raise PlacementError(f"internal error: no value for weight {arg.name!r}")
-            arrays.append(np.ascontiguousarray(value, dtype=np.dtype(arg.dtype)))
+            arrays.append(weight_array(program, arg))
         else:
             arrays.append(np.zeros(arg.shape, dtype=np.dtype(arg.dtype)))
     return arrays
 
 
-def check_outputs(program: LoweredProgram, arrays: list[np.ndarray], onnx_path: Path) -> float:
-    """Run ONNX Runtime on the same inputs; return the max abs error or raise on mismatch."""
-    import onnxruntime as ort
+def weight_array(program: LoweredProgram, arg: ArgInfo) -> np.ndarray:
+    """The values of the weight argument ``arg`` (a new array for one left in its file)."""
+    value = program.weights.get(arg.name)
+    if value is None:
+        raise PlacementError(f"internal error: no value for weight {arg.name!r}")
+    if isinstance(value, WeightFile):
+        value = value.read()
+    return np.ascontiguousarray(value, dtype=np.dtype(arg.dtype))
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.log_severity_level = 3
-    try:
-        session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
-    except Exception as exc:
-        raise PlacementError(
-            f"{onnx_path}: ONNX Runtime cannot load the model ({first_line(exc)})"
-        ) from None
+
+def check_outputs(
+    program: LoweredProgram, arrays: list[np.ndarray | None], onnx_path: Path
+) -> float:
+    """Run ONNX Runtime on the same inputs; return the max abs error or raise on mismatch.
+
+    ``arrays``: the program's arguments after its run (only inputs and outputs are read;
+    weights may be None). ONNX Runtime maps the model's large weights from their files
+    (:func:`~placement.profiling.ort.session.create_session`), 1 intra-op thread."""
+    import tempfile
+
+    from placement.onnxfile import node_names, read_onnx
+    from placement.profiling.ort.session import create_session, run_outputs, session_options
+
+    model = read_onnx(onnx_path, load_weights=False)
+    for node, name in zip(model.graph.node, node_names(model.graph), strict=True):
+        node.name = name  # ORT refuses duplicate node names
     feeds = {
         arg.name: array
         for arg, array in zip(program.args, arrays, strict=True)
         if arg.role == "input"
     }
-    expected = session.run([a.name for a in program.outputs], feeds)
+    with tempfile.TemporaryDirectory(prefix="placement-check-") as tmp:
+        session = create_session(model, session_options(1, "all"), onnx_path, tmp)
+        del model
+        expected = run_outputs(session, [a.name for a in program.outputs], feeds, onnx_path)
+        del session
     got = [array for arg, array in zip(program.args, arrays, strict=True) if arg.role == "output"]
     worst = 0.0
     for arg, want, have in zip(program.outputs, expected, got, strict=True):

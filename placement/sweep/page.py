@@ -16,6 +16,11 @@ from pathlib import Path
 
 Table = list[list[str]]  # a header row, then the rows
 
+POINTS_NOTE = (
+    "Rounded for reading; every column (point ids, where the host latencies came from,"
+    " busy times) with exact values is in points.csv and points.json."
+)
+
 
 @dataclass
 class FigureOutcome:
@@ -32,7 +37,9 @@ class PageContent:
     title: str
     manifest: list[tuple[str, str]]  # (key, value) lines of the sweep's manifest
     hosts: Table  # where the host latencies came from, per model and hardware
-    warnings: Sequence[str]  # host mismatches, shown above the host table
+    # (label, sentence): host mismatches, other CPUs, the profiles' own warnings; shown
+    # above the host table
+    warnings: Sequence[tuple[str, str]]
     summary: Table  # per model and hardware
     unproven: Table  # points not proven optimal (header only: none)
     figures: Sequence[FigureOutcome]
@@ -61,7 +68,7 @@ def html_page(page: PageContent, out: Path) -> str:
         *(f"<dt><b>{e(k)}</b></dt><dd>{e(v)}</dd>" for k, v in page.manifest),
         "</dl>",
         "<h2>Host latencies</h2>",
-        *(f'<p class="skip"><b>Host mismatch:</b> {e(w)}</p>' for w in page.warnings),
+        *(f'<p class="skip"><b>{e(label)}:</b> {e(w)}</p>' for label, w in page.warnings),
         _html_table(page.hosts),
         "<h2>Summary per model and hardware</h2>",
         _html_table(page.summary),
@@ -91,7 +98,8 @@ def html_page(page: PageContent, out: Path) -> str:
             if page.table4
             else f'<p class="skip">{e(page.table4_note or "")}</p>'
         )
-    parts += ["<h2>All points</h2>", _html_table(page.points), "</body></html>", ""]
+    parts += ["<h2>All points</h2>", f"<p>{e(POINTS_NOTE)}</p>", _html_table(page.points),
+              "</body></html>", ""]
     return "\n".join(parts)
 
 
@@ -100,8 +108,9 @@ def markdown_page(page: PageContent, out: Path) -> str:
     lines = [f"# {page.title}", ""]
     lines += [f"- **{k}**: {v}" for k, v in page.manifest]
     lines += ["", "## Host latencies", ""]
-    lines += [f"**Host mismatch:** {w}" for w in page.warnings]
-    lines += ([""] if page.warnings else []) + _md_table(page.hosts)
+    for label, w in page.warnings:  # a paragraph each
+        lines += [f"**{label}:** {w}", ""]
+    lines += _md_table(page.hosts)
     lines += ["", "## Summary per model and hardware", "", *_md_table(page.summary)]
     lines += ["", "## Points not proven optimal", ""]
     lines += (_md_table(page.unproven) if len(page.unproven) > 1
@@ -120,7 +129,7 @@ def markdown_page(page: PageContent, out: Path) -> str:
         lines += ["## Offloaded loop nests per operator (Table 4)", ""]
         lines += _md_table(page.table4) if page.table4 else [f"*{page.table4_note}*"]
         lines.append("")
-    lines += ["## All points", "", *_md_table(page.points), ""]
+    lines += ["## All points", "", POINTS_NOTE, "", *_md_table(page.points), ""]
     return "\n".join(lines)
 
 

@@ -9,9 +9,15 @@ The HTML page is self-contained (PNG images embedded, SVGs linked); the Markdown
 page links the figure files.
 
 The page states where the host latencies came from (:func:`host_rows`): for every model
-and hardware, the machine its profile was measured on (or "modelled", an estimate) and
-the hardware's host; a profile measured on another architecture than a hardware's host
-is flagged on the page and returned as a warning (:attr:`Report.warnings`).
+and hardware, the machine and CPU its profile was measured on (or "modelled", an
+estimate) and the hardware's host; a profile measured on another architecture than a
+hardware's host, or on another CPU model than the one the hardware names, and every
+warning the profile itself recorded (an unstable measurement, a busy machine), are
+stated on the page and returned as warnings (:attr:`Report.warnings`).
+
+What a page shows is sized for reading: hardware with the swept values in place of the
+preset's, times with their units, ties for the best speed-up named, and a points table
+of the swept values and results; every column and exact value stays in ``points.csv``.
 """
 
 from __future__ import annotations
@@ -30,7 +36,11 @@ from matplotlib.figure import Figure
 
 from placement.errors import PlacementError
 from placement.graph import load_graph
-from placement.hardware.hostcheck import host_from_json, host_latency_source
+from placement.hardware.hostcheck import (
+    HostLatencySource,
+    host_from_json,
+    host_latency_source,
+)
 from placement.io import check_output_file, write_text_atomic
 from placement.plots.cim import device_share, speedup_per_network, speedup_vs_crossbars
 from placement.plots.common import (
@@ -52,7 +62,7 @@ from placement.plots.pim import (
     split_size,
 )
 from placement.sweep.page import FigureOutcome, PageContent, html_page, markdown_page
-from placement.units import fmt_gap
+from placement.units import fmt_gap, fmt_time
 
 FORMATS = ("html", "md")
 _SOLVED = ("optimal", "time_limit", "time limit", "feasible")
@@ -184,7 +194,9 @@ def _cim_jobs(sweep: Sweep) -> list[Job]:
                      f"{label}: speed-up vs crossbars per MVM latency (CIM Fig. 3)",
                      lambda m=m: speedup_vs_crossbars(rows, model=m)))  # fmt: skip
     latencies = sorted({t for r in rows if (t := num(r, "t_mvm_ns")) is not None})
-    if not latencies:
+    if len(_models(sweep)) < 2:
+        latencies = []  # one network: Fig. 4 would be one bar, already in Fig. 3
+    elif not latencies:
         jobs.append(("speedup_per_network", "speed-up per network (CIM Fig. 4)",
                      lambda: speedup_per_network(rows, math.nan)))  # fmt: skip
     for t in latencies:
@@ -330,9 +342,24 @@ def _safe(name: str) -> str:
 # --------------------------------------------------------------------------- tables
 
 
-def host_rows(sweep: Sweep) -> tuple[list[list[str]], list[str]]:
+#: The labels of the page's warnings, in the order they are listed.
+HOST_MISMATCH, OTHER_CPU, PROFILE = "Host mismatch", "Other CPU", "Profile"
+Warning_ = tuple[str, str]  # (label, sentence)
+
+
+def _match(source: HostLatencySource) -> str:
+    if source.estimate:
+        return "estimate"
+    if source.mismatch:
+        return "MISMATCH: other architecture"
+    same = source.same_cpu
+    return "?" if same is None else ("same CPU" if same else "other CPU, same architecture")
+
+
+def host_rows(sweep: Sweep) -> tuple[list[list[str]], list[Warning_]]:
     """Per model and hardware: where the host latencies came from, the hardware's host and
-    whether they match; and one warning per mismatch.
+    whether they match (architecture, then CPU model); and a warning per mismatch, per
+    other CPU and per warning a model's profile recorded.
 
     From the manifest (each model's saved profile and its metadata, each hardware's
     ``host`` table); for a directory without them, from the rows' ``host_latencies`` and
@@ -340,13 +367,17 @@ def host_rows(sweep: Sweep) -> tuple[list[list[str]], list[str]]:
     """
     header = ["model", "profile measured on", "hardware", "hardware host", "host latencies",
               "match"]  # fmt: skip
-    out, warnings = [header], []
+    out: list[list[str]] = [header]
+    warnings: list[Warning_] = []
     models = [m for m in sweep.manifest.get("models", []) or [] if isinstance(m, Mapping)]
     hardware = [h for h in sweep.manifest.get("hardware", []) or [] if isinstance(h, Mapping)]
     hosts = [(str(h.get("name", "?")), host_from_json(h.get("host"))) for h in hardware]
     if models and hosts and all(host is not None for _, host in hosts):
         for m in models:
             meta = _profile_metadata(sweep, m.get("profile"))
+            label = model_label(m.get("name") or m.get("path"))
+            for text in (meta or {}).get("warnings") or []:
+                warnings.append((PROFILE, f"{label} ({m.get('profile')}): {text}"))
             measured = (
                 "not profiled" if not m.get("profile")
                 else f"{meta.get('machine', '?')} ({meta.get('cpu', '?')})" if meta
@@ -355,13 +386,16 @@ def host_rows(sweep: Sweep) -> tuple[list[list[str]], list[str]]:
             for hw_name, host in hosts:
                 assert host is not None
                 source = host_latency_source(hw_name, host, meta)
-                out.append([
-                    model_label(m.get("name") or m.get("path")), measured, hw_name,
-                    f"{host.name} ({host.arch})", source.detail,
-                    "MISMATCH" if source.mismatch else ("estimate" if source.estimate else "yes"),
-                ])  # fmt: skip
+                out.append([label, measured, hw_name, f"{host.name} ({host.arch})",
+                            source.detail, _match(source)])  # fmt: skip
                 if source.warning:
-                    warnings.append(f"{model_label(m.get('name'))} on {hw_name}: {source.warning}")
+                    warnings.append((HOST_MISMATCH, f"{label} on {hw_name}: {source.warning}"))
+                elif source.same_cpu is False:
+                    warnings.append((OTHER_CPU, (
+                        f"{label} on {hw_name}: host latencies were measured on"
+                        f" {source.measured_cpu}, but hardware '{hw_name}' names"
+                        f" {host.name}; the speed-ups are those of the measuring CPU"
+                    )))  # fmt: skip
         return out, warnings
     seen: dict[tuple[str, str], Mapping[str, Any]] = {}
     for r in sweep.rows:
@@ -370,9 +404,11 @@ def host_rows(sweep: Sweep) -> tuple[list[list[str]], list[str]]:
         detail = str(r.get("host_latencies") or "unknown (sweep written before this was recorded)")
         mismatch = str(r.get("host_mismatch")).lower() in ("true", "1")
         out.append([model_label(model), "?", hw_name, "?", detail,
-                    "MISMATCH" if mismatch else "?"])  # fmt: skip
+                    "MISMATCH: other architecture" if mismatch else "?"])  # fmt: skip
         if mismatch:
-            warnings.append(f"{model_label(model)} on {hw_name}: host latencies {detail}")
+            warnings.append(
+                (HOST_MISMATCH, f"{model_label(model)} on {hw_name}: host latencies {detail}")
+            )
     return out, warnings
 
 
@@ -387,26 +423,53 @@ def _profile_metadata(sweep: Sweep, relative: Any) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) else None
 
 
+#: Speed-ups this close (relative) are one value: a tie, every point of which is named.
+TIE_TOLERANCE = 1e-9
+_TIES_SHOWN = 3  # points of a tie named on the page; the rest are counted
+
+
+def best_points(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The solved rows of the highest speed-up, all of them when several tie."""
+    solved = _solved(rows)
+    if not solved:
+        return []
+    top = max(num(r, "speedup") or 0.0 for r in solved)
+    return [r for r in solved
+            if math.isclose(num(r, "speedup") or 0.0, top, rel_tol=TIE_TOLERANCE)]  # fmt: skip
+
+
+def _where(rows: Sequence[Mapping[str, Any]], params: Sequence[str]) -> str:
+    """The swept values of ``rows`` ("crossbars=20, t_mvm_ns=50"), ties separated by ";"."""
+    if not rows:
+        return "-"
+    places = [", ".join(f"{p}={_cell(r.get(p))}" for p in params) or "-" for r in rows]
+    shown = "; ".join(places[:_TIES_SHOWN])
+    if len(rows) > _TIES_SHOWN:
+        shown += f"; +{len(rows) - _TIES_SHOWN} more"
+    return f"{shown} ({len(rows)} points tie)" if len(rows) > 1 else shown
+
+
 def summary_rows(sweep: Sweep) -> list[list[str]]:
-    """Per model and hardware: points, solved, verified, best speed-up and where, solve times."""
+    """Per model and hardware: points, solved, verified, best speed-up and where (every
+    point of a tie), solve times."""
     params = swept_params(sweep.rows)
     out = [["model", "hardware", "points", "solved", "proven optimal", "verified",
-            "best speed-up", "at", "median solve (s)", "max gap"]]  # fmt: skip
+            "best speed-up", "at", "median solve", "max gap"]]  # fmt: skip
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in sweep.rows:
         groups.setdefault((str(r.get("model")), str(r.get("hardware"))), []).append(r)
     for (m, hw), rs in groups.items():
         solved = _solved(rs)
         verified = sum(1 for r in rs if str(r.get("verified")).lower() in ("true", "1", "yes"))
-        best = max(solved, key=lambda r: num(r, "speedup") or 0.0) if solved else None
+        best = best_points(rs)
         times = [t for r in rs if (t := num(r, "solve_seconds")) is not None]
         gaps = [g for r in rs if (g := num(r, "gap")) is not None]
         out.append([
             model_label(m), hw, str(len(rs)), str(len(solved)),
             str(sum(1 for r in rs if status_of(r) == "optimal")), str(verified),
-            f"{num(best, 'speedup'):.2f}x" if best else "-",
-            ", ".join(f"{p}={_cell(best.get(p))}" for p in params) if best else "-",
-            f"{statistics.median(times):.3g}" if times else "-",
+            f"{num(best[0], 'speedup'):.2f}x" if best else "-",
+            _where(best, params),
+            fmt_time(statistics.median(times)) if times else "-",
             fmt_gap(max(gaps)) if gaps else "-",
         ])  # fmt: skip
     return out
@@ -430,14 +493,47 @@ def unproven_rows(sweep: Sweep) -> list[list[str]]:
 
 
 def points_rows(sweep: Sweep) -> list[list[str]]:
-    """Every point, every column; numbers to 4 significant digits, the gap in % (a float
-    noise gap of 5e-13 reads 0%); exact values in points.csv."""
+    """Every point, sized for reading: the model and hardware where there are several, the
+    swept values, then the result with units (times in s/ms/us/ns, the gap in %: a float
+    noise gap of 5e-13 reads 0%); point ids, host details and exact values are in
+    points.csv (the page says so)."""
+    rows = sweep.rows
 
-    def cell(row: Mapping[str, Any], column: str) -> str:
-        gap = num(row, "gap") if column == "gap" else None
-        return fmt_gap(gap) if gap is not None else _cell(row.get(column))
+    def varies(column: str) -> bool:
+        return len({str(r.get(column)) for r in rows}) > 1
 
-    return [list(sweep.columns)] + [[cell(r, c) for c in sweep.columns] for r in sweep.rows]
+    def time_of(column: str) -> Callable[[Mapping[str, Any]], str]:
+        return lambda r: "" if (t := num(r, column)) is None else fmt_time(t)
+
+    def offloaded(r: Mapping[str, Any]) -> str:
+        done, of = num(r, "n_offloaded"), num(r, "n_operators")
+        if done is None:
+            return ""
+        return f"{done:g}/{of:g}" if of is not None else f"{done:g}"
+
+    pim = sweep.target == "pim"
+    columns: list[tuple[str, str, Callable[[Mapping[str, Any]], str]]] = []
+    if varies("model"):
+        columns.append(("model", "model", lambda r: model_label(r.get("model"))))
+    if varies("hardware"):
+        columns.append(("hardware", "hardware", lambda r: str(r.get("hardware"))))
+    columns += [(p, p, lambda r, p=p: _cell(r.get(p))) for p in swept_params(rows)]
+    columns += [
+        ("status", "status", lambda r: str(r.get("status") or "")),
+        ("objective_s", "T_hybrid" if pim else "makespan", time_of("objective_s")),
+        ("cpu_only_s", "CPU-only", time_of("cpu_only_s")),
+        ("speedup", "speed-up",
+         lambda r: "" if (x := num(r, "speedup")) is None else f"{x:.2f}x"),
+        ("n_offloaded", "nests on PIM" if pim else "operators on CIM", offloaded),
+        ("crossbars_used", "crossbars used", lambda r: _cell(r.get("crossbars_used"))),
+        ("gap", "gap", lambda r: "" if (g := num(r, "gap")) is None else fmt_gap(g)),
+        ("solve_seconds", "solve", time_of("solve_seconds")),
+        ("verified", "verified", lambda r: _cell(r.get("verified"))),
+        ("message", "message", lambda r: str(r.get("message") or "")),
+    ]  # fmt: skip
+    shown = [(h, f) for c, h, f in columns
+             if c in sweep.columns and any(f(r) for r in rows)]  # fmt: skip
+    return [[h for h, _ in shown]] + [[f(r) for _, f in shown] for r in rows]
 
 
 def _cell(value: Any) -> str:
@@ -459,18 +555,18 @@ def _cell(value: Any) -> str:
 
 @dataclass
 class Report:
-    path: Path
-    fmt: str
+    pages: list[tuple[Path, str]]  # (file, format) of every page written
     figures: list[FigureOutcome]
-    warnings: list[str] = field(default_factory=list)  # host mismatches (also on the page)
+    warnings: list[str] = field(default_factory=list)  # sentences, also on the page
 
 
 def write_report(
     sweep_dir: str | Path, output: str | Path | None = None, fmt: str | None = None
 ) -> Report:
-    """Render the figures and write the page (format from ``fmt`` or the output's suffix)."""
+    """Render the figures and write the page: both SWEEP/report.html and SWEEP/report.md
+    by default, else one page (format from ``fmt`` or the output's suffix)."""
     sweep = load_sweep(sweep_dir)
-    out, fmt = _output(sweep, output, fmt)
+    outputs = _outputs(sweep, output, fmt)
     figures = render_figures(sweep)
     table4: list[list[str]] | None = None
     table4_note = None
@@ -493,17 +589,19 @@ def write_report(
         table4_note=table4_note,
         pim=sweep.target == "pim",
     )
-    text = (html_page if fmt == "html" else markdown_page)(content, out)
-    write_text_atomic(out, text, "the report")
-    return Report(out, fmt, figures, warnings)
+    for out, page_format in outputs:
+        text = (html_page if page_format == "html" else markdown_page)(content, out)
+        write_text_atomic(out, text, "the report")
+    return Report(outputs, figures, [text for _, text in warnings])
 
 
-def _output(sweep: Sweep, output: str | Path | None, fmt: str | None) -> tuple[Path, str]:
+def _outputs(
+    sweep: Sweep, output: str | Path | None, fmt: str | None
+) -> list[tuple[Path, str]]:
     if fmt is not None and fmt not in FORMATS:
         raise PlacementError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if output is None:
-        fmt = fmt or "html"
-        return sweep.path / f"report.{fmt}", fmt
+        return [(sweep.path / f"report.{f}", f) for f in ([fmt] if fmt else FORMATS)]
     out = Path(output)
     by_suffix = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}
     guessed = by_suffix.get(out.suffix.lower())
@@ -513,7 +611,7 @@ def _output(sweep: Sweep, output: str | Path | None, fmt: str | None) -> tuple[P
         fmt = guessed
     elif guessed is not None and guessed != fmt:
         raise PlacementError(f"{out}: suffix says {guessed}, --format says {fmt}")
-    return check_output_file(out), fmt
+    return [(check_output_file(out), fmt)]
 
 
 def _manifest_lines(sweep: Sweep) -> list[tuple[str, str]]:
@@ -526,7 +624,7 @@ def _manifest_lines(sweep: Sweep) -> list[tuple[str, str]]:
         ("target", sweep.target),
         ("models", ", ".join(models) or ", ".join(model_label(x) for x in _models(sweep))),
         *((f"hardware {h.get('name', '?')}" if isinstance(h, Mapping) else "hardware",
-           _hardware_text(h)) for h in m.get("hardware", []) or []),
+           _hardware_text(h, _swept_values(m))) for h in m.get("hardware", []) or []),
         ("grid", plain(m.get("grid"))),
         ("solver", plain(m.get("solver"))),
         ("created", str(m.get("created", ""))),
@@ -535,12 +633,30 @@ def _manifest_lines(sweep: Sweep) -> list[tuple[str, str]]:
     return [(k, v) for k, v in items if v]
 
 
-def _hardware_text(h: Any) -> str:
-    """A hardware entry of the manifest: its spec in file units, and its host."""
+def _swept_values(manifest: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The spec keys the grid sweeps, with their values (``crossbar_size`` sweeps both
+    ``crossbar_rows`` and ``crossbar_cols``)."""
+    grid = manifest.get("grid") if isinstance(manifest.get("grid"), Mapping) else {}
+    params = grid.get("parameters") if isinstance(grid.get("parameters"), Mapping) else {}
+    swept = {str(k): list(v) for k, v in params.items() if isinstance(v, (list, tuple))}
+    if "crossbar_size" in swept:
+        for key in ("crossbar_rows", "crossbar_cols"):
+            swept.setdefault(key, swept["crossbar_size"])
+    return swept
+
+
+def _hardware_text(h: Any, swept: Mapping[str, list[Any]]) -> str:
+    """A hardware entry of the manifest: its spec in file units, each swept key with the
+    values the sweep took (the preset's value is never solved), and its host."""
     if not isinstance(h, Mapping):
         return plain(h)
     spec = h.get("cim") if isinstance(h.get("cim"), Mapping) else h.get("pim")
     host = h.get("host") if isinstance(h.get("host"), Mapping) else {}
+    if isinstance(spec, Mapping):
+        spec = {
+            k: (" / ".join(plain(x) for x in swept[k]) + " (swept)" if k in swept else v)
+            for k, v in spec.items()
+        }
     parts = [plain(spec)] if spec else []
     if host:
         how = "modelled (estimate)" if host.get("latency") == "model" else "measured"

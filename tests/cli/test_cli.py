@@ -16,7 +16,7 @@ from onnx_builders import const, gemm_model, model, result, save, tensor
 ROOT = Path(__file__).resolve().parents[2]
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
 FP32 = ROOT / "examples" / "resnet_tiny.onnx"
-FAST = ["--runs", "3", "--warmup", "1", "-q"]
+FAST = ["--runs", "3", "--warmup", "1", "--min-seconds", "0", "-q"]
 
 
 @pytest.mark.integration

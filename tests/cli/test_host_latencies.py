@@ -105,13 +105,19 @@ def test_export_says_the_host_does_not_match(capsys, tmp_path):
 
 def test_sweep_warns_once_per_model_and_hardware_and_labels_rows(capsys, tmp_path):
     out_dir = tmp_path / "sweep"
+    # The golden profile, with the warning a profile measured on a busy machine records.
+    profile = json.loads(PROFILE.read_text())
+    unstable = "host latencies may not be reproducible: the total varied by 31 % between rounds"
+    profile["metadata"]["warnings"] = [unstable]
+    noisy = tmp_path / "noisy.profile.json"
+    noisy.write_text(json.dumps(profile))
     code, out, err = run(
-        capsys, "sweep", INT8, "--profile", PROFILE,
+        capsys, "sweep", INT8, "--profile", noisy,
         "--hardware", "arm-a72,x86-ryzen,arm-a72-model",
         "--crossbars", "8,50", "--t-mvm-ns", "100", "--workers", "1", "-o", out_dir,
     )  # fmt: skip
     assert code == 0, err
-    (line,) = warnings(err)  # arm-a72 only, once for its two points
+    (line,) = [w for w in warnings(err) if "resnet_tiny_int8 on" in w]  # once for 2 points
     assert "resnet_tiny_int8 on arm-a72:" in line and MISMATCH in line
     with (out_dir / "points.csv").open() as fh:
         rows = list(csv.DictReader(fh))
@@ -139,12 +145,20 @@ def test_sweep_warns_once_per_model_and_hardware_and_labels_rows(capsys, tmp_pat
     page = tmp_path / "report.md"
     code, out, err = run(capsys, "report", out_dir, "-o", page)
     assert code == 0, err
-    (line,) = warnings(err)
-    assert "resnet_tiny_int8 on arm-a72:" in line and MISMATCH in line
+    # the architecture mismatch, the other CPU (an Intel Xeon is no Ryzen, though both
+    # are x86_64) and the profile's own warning: on the page and as warning lines
+    mismatch, other_cpu, unstable_line = sorted(warnings(err), key=lambda w: (
+        MISMATCH not in w, "x86-ryzen" not in w))  # fmt: skip
+    assert "resnet_tiny_int8 on arm-a72:" in mismatch and MISMATCH in mismatch
+    assert "resnet_tiny_int8 on x86-ryzen: host latencies were measured on Intel(R) Xeon(R)" \
+           " Processor, but hardware 'x86-ryzen' names AMD Ryzen 9 3900X" in other_cpu
+    assert "(profiles/resnet_tiny_int8." in unstable_line and unstable in unstable_line
     text = page.read_text()
     assert "## Host latencies" in text and "**Host mismatch:**" in text
+    assert "**Other CPU:**" in text and "**Profile:** resnet_tiny_int8" in text
     assert "| resnet_tiny_int8 | x86_64 (Intel(R) Xeon(R) Processor) | arm-a72 |" in text
-    assert "| MISMATCH |" in text and "| estimate |" in text
+    assert "| MISMATCH: other architecture |" in text and "| estimate |" in text
+    assert "| other CPU, same architecture |" in text
 
 
 def test_sweep_of_model_hardware_only_profiles_nothing(capsys, tmp_path, no_profiling):

@@ -20,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
 
 
-def _start(tmp_path: Path) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "placement.cli", "solve", str(INT8), "--runs", "2000",
+def _start(tmp_path: Path, runs: int = 2000) -> subprocess.Popen:
+    """The command, profiling ``runs`` runs: 2000 (several seconds) keep it profiling long
+    enough to be interrupted there; a swallowed interrupt ends it only once it is done."""
+    argv = [sys.executable, "-m", "placement.cli", "solve", str(INT8), "--runs", str(runs),
             "--json", str(tmp_path / "out.json"), "--plot", str(tmp_path / "g.png")]  # fmt: skip
     # SIGINT back to its default in the child: a test run started in the background (as
     # CI may be) ignores it, and an ignored SIGINT is inherited and kept by Python.
@@ -64,7 +66,7 @@ def _wait_for_library(proc: subprocess.Popen, name: str, timeout: float = 60.0) 
 def test_ctrl_c_while_importing(tmp_path, library):
     """numpy: the first heavy import, at the start of main; ONNX Runtime's extension: an
     interrupt while it initializes surfaced as ``ImportError: initialization failed``."""
-    proc = _start(tmp_path)
+    proc = _start(tmp_path, runs=20)  # interrupted long before profiling
     _wait_for_library(proc, library)
     proc.send_signal(signal.SIGINT)
     _assert_interrupted(proc, tmp_path)
@@ -104,6 +106,11 @@ def test_an_interrupt_a_library_swallowed_still_ends_the_command(capsys, tmp_pat
     assert capsys.readouterr().err.splitlines() == ["placement: interrupted"]
     assert list(tmp_path.iterdir()) == []
     assert main(["presets"]) == 130  # the flag is cleared at each start, set again here
+    # ... and at the end: what this process writes after the command is written (a test
+    # run in random order once wrote a sweep's files after this test, and got Ctrl-C)
+    assert not INTERRUPTED.is_set()
+    write_text_atomic(out, "after the command\n", "result")
+    assert out.read_text() == "after the command\n"
 
 
 @pytest.mark.unit

@@ -124,8 +124,10 @@ def test_decoder_parameter_formulas_at_small_dims():
         W.decoder_layer(h, 4, f, kind="gptj", rotary_dim=17)
     with pytest.raises(ValueError, match="at most the head dim 16"):
         W.decoder_layer(h, 4, f, kind="gptj")  # GPT-J's 64 does not fit 16-dim heads
-    with pytest.raises(ValueError, match="'gptj' only"):
+    with pytest.raises(ValueError, match="whole head: rotary_dim must be 16"):
         W.decoder_layer(h, 4, f, kind="llama", rotary_dim=8)
+    with pytest.raises(ValueError, match="GPT-2 has no rotary"):
+        W.decoder_layer(h, 4, f, kind="gpt2", rotary_dim=8)
 
 
 @pytest.mark.unit
@@ -191,6 +193,66 @@ def test_gptj_rotary_is_position_dependent():
     feeds, (y,) = run(model)
     unrotated = gptj_reference(model, feeds, 4, 0, 3)
     assert not np.allclose(y, unrotated, rtol=1e-4, atol=1e-4)
+
+
+def llama_reference(model: onnx.ModelProto, feeds: dict, heads: int, past: int,
+                    rotary: bool = True) -> np.ndarray:  # fmt: skip
+    """Hugging Face's LlamaDecoderLayer in NumPy (float64): RMSNorm, rotate_half rotary
+    embedding at positions past.., attention over the cache, SwiGLU MLP."""
+    w = {i.name: onnx.numpy_helper.to_array(i).astype(np.float64) for i in model.graph.initializer}
+    x = feeds["X"].astype(np.float64)
+    seq, hidden = x.shape
+    d = hidden // heads
+
+    def rmsnorm(t, weight):
+        return t / np.sqrt((t * t).mean(-1, keepdims=True) + 1e-6) * weight
+
+    h = rmsnorm(x, w["w_l0_attn_norm_weight"])
+    q, k, v = (np.reshape(h @ w[f"w_l0_attn_{p}"], (seq, heads, d)) for p in "qkv")
+    inv_freq = 1.0 / (10000 ** (np.arange(0, d, 2) / d))
+    freqs = np.einsum("i,j->ij", np.arange(past, past + seq), inv_freq)
+    emb = np.concatenate([freqs, freqs], axis=-1)[:, None, :]  # [seq, 1, d]
+
+    def rotate_half(t):
+        return np.concatenate([-t[..., d // 2 :], t[..., : d // 2]], axis=-1)
+
+    if rotary:
+        q = q * np.cos(emb) + rotate_half(q) * np.sin(emb)
+        k = k * np.cos(emb) + rotate_half(k) * np.sin(emb)
+    if past:
+        k = np.concatenate([feeds["l0_attn_past_k"].transpose(1, 0, 2), k])
+        v = np.concatenate([feeds["l0_attn_past_v"].transpose(1, 0, 2), v])
+    scores = np.einsum("qhd,khd->hqk", q, k) / np.sqrt(d)
+    scores += np.where(np.arange(past + seq)[None, :] > past + np.arange(seq)[:, None], -1e4, 0)
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    x = x + np.einsum("hqk,khd->qhd", probs, v).reshape(seq, hidden) @ w["w_l0_attn_out"]
+    h = rmsnorm(x, w["w_l0_ffn_norm_weight"])
+    gate = h @ w["w_l0_gate"]
+    return x + (gate / (1 + np.exp(-gate)) * (h @ w["w_l0_up"])) @ w["w_l0_down"]
+
+
+@pytest.mark.parametrize(("seq", "past"), [(1, 5), (2, 3), (3, 0)])
+@pytest.mark.unit
+def test_llama_layer_matches_a_numpy_llama_block(seq, past):
+    model = W.decoder_layer(64, 4, 172, seq=seq, kind="llama", past=past)
+    feeds, (y,) = run(model)
+    assert y.shape == (seq, 64)
+    np.testing.assert_allclose(y, llama_reference(model, feeds, 4, past), rtol=1e-4, atol=1e-4)
+    # The rotary embedding matters once a token is not at position 0.
+    unrotated = llama_reference(model, feeds, 4, past, rotary=False)
+    assert not np.allclose(y, unrotated, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.unit
+def test_decode_step_attends_over_the_cache_and_the_new_token():
+    # One new token, past cached: the scores of every head span past + 1 keys.
+    model = W.decoder_layer(64, 4, 172, kind="llama", past=511)
+    inferred = onnx.shape_inference.infer_shapes(model)
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in inferred.graph.value_info}  # fmt: skip
+    assert shapes["l0_attn_scores"] == [4, 1, 512]
+    assert shapes["l0_attn_k_cat"] == [4, 512, 16]
 
 
 @pytest.mark.slow

@@ -64,7 +64,7 @@ def cim_sweep_points(
     from placement.profiling.ort.measure import profile_model
 
     graph = load_graph(model)
-    latencies = profile_model(graph.path, runs=3, warmup=1).latencies
+    latencies = profile_model(graph.path, runs=3, warmup=1, min_seconds=0).latencies
     rows, docs = [], {}
     edges: list[tuple[str, str, float]] = []
     for host in hosts:
@@ -126,6 +126,22 @@ def pim_profile(size: int, name: str = "softmax"):
         model_sha256="0" * 64, model_path=f"{name}_{size}.onnx", source_kind="onnx",
         metadata={"runs": 1},
     )  # fmt: skip
+
+
+def saved_pim_profile(tmp_path: Path, size: int = 4096) -> tuple[Path, Path]:
+    """A stand-in model file (never parsed) and :func:`pim_profile` saved for it: what
+    ``solve --target pim --profile`` needs, without lowering anything."""
+    import dataclasses
+
+    from placement.io import file_sha256
+
+    model = tmp_path / f"softmax_{size}.onnx"
+    model.write_bytes(b"not parsed: the saved profile carries the times")
+    profile = dataclasses.replace(
+        pim_profile(size), model_sha256=file_sha256(model), model_path=str(model)
+    )
+    profile.save(tmp_path / "p.json")
+    return model, tmp_path / "p.json"
 
 
 def pim_sweep_points(

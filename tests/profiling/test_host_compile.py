@@ -336,7 +336,8 @@ def test_cold_cache_is_recorded_by_the_timer(models):
 def test_cold_cache_in_the_onnxruntime_profiler(models):
     from placement.profiling.ort.measure import profile_model
 
-    cold = profile_model(models["softmax"], runs=1, warmup=0, cache="cold", round_pause=0)
+    cold = profile_model(models["softmax"], runs=1, warmup=0, min_seconds=0, cache="cold",
+                         round_pause=0)
     assert cold.metadata["cache"] == "cold" and cold.metadata["cache_flush_bytes"] > 0
-    warm = profile_model(models["softmax"], runs=1, warmup=0, round_pause=0)
+    warm = profile_model(models["softmax"], runs=1, warmup=0, min_seconds=0, round_pause=0)
     assert warm.metadata["cache"] == "warm" and warm.metadata["cache_flush_bytes"] is None

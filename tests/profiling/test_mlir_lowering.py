@@ -178,6 +178,32 @@ def test_gemv_weight_is_an_argument(models):
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("external", [False, True])
+def test_weights_stay_in_their_files_until_the_program_runs(tmp_path, external):
+    # The lowering reads no weight: a weight argument is where its bytes are (the model
+    # file, or its external data), read into an aligned array when the program runs.
+    from placement.profiling.mlir.lower import WeightFile
+    from placement.profiling.nest_timing import program_arguments
+
+    model = gemv_model()
+    want = onnx.numpy_helper.to_array(model.graph.initializer[0])
+    path = tmp_path / "gemv.onnx"
+    if external:
+        onnx.save(model, str(path), save_as_external_data=True, location="gemv.data",
+                  size_threshold=1024)  # fmt: skip
+    else:
+        onnx.save(model, str(path))
+    program = lower_onnx(path)
+    weight = program.weights["W"]
+    assert isinstance(weight, WeightFile) and weight.shape == (256, 512)
+    assert weight.path.name == ("gemv.data" if external else "gemv.onnx")
+    args = program_arguments(program, seed=0)
+    got = args[[a.name for a in program.args].index("W")]
+    assert got.ctypes.data % 64 == 0 and got.flags.writeable
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.integration
 def test_small_initializers_stay_constants(tmp_path):
     path = save(gemv_model(k=4, n=8), tmp_path)  # 128 bytes, below the default threshold
     program = lower_onnx(path)

@@ -18,11 +18,12 @@ from placement.profiling.host_profile import HostProfile
 from placement.profiling.ort import measure
 from placement.profiling.ort.measure import Measurement, measure_runs, profile_model, summarize_runs
 from placement.profiling.ort.robust import (
+    FAST_ROUNDS,
     STATISTIC,
+    fastest_time,
     group_rounds,
     is_stable,
     relative_spread,
-    robust_time,
     round_minima,
     round_sizes,
     round_totals,
@@ -62,8 +63,13 @@ def with_heavy_outliers(data: list[list[float]]) -> list[list[float]]:
 
 
 def plain_median(data: list[list[float]]) -> float:
-    """The former statistic: the median over all runs."""
+    """A former statistic: the median over all runs."""
     return statistics.median(v for r in data for v in r)
+
+
+def median_of_round_minima(data: list[list[float]]) -> float:
+    """The statistic before the minimum: the median over rounds of the round minima."""
+    return statistics.median(min(r) for r in data)
 
 
 # --------------------------------------------------------------------------- statistic
@@ -90,11 +96,11 @@ def test_group_rounds_and_minima():
 
 
 @pytest.mark.unit
-def test_robust_time_is_the_median_of_round_minima():
+def test_fastest_time_is_the_minimum_over_runs():
     rounds = [[3.0, 1.0, 2.0], [5.0, 4.0], [2.5, 9.0, 7.0]]
-    assert robust_time(rounds) == 2.5  # minima 1, 4, 2.5
-    assert robust_time([[4.0], [2.0]]) == 3.0  # even count: mean of the middle two
-    assert robust_time([[7.0]]) == 7.0
+    assert fastest_time(rounds) == 1.0  # round minima 1, 4, 2.5
+    assert fastest_time([[4.0], [2.0]]) == 2.0
+    assert fastest_time([[7.0]]) == 7.0
 
 
 @pytest.mark.unit
@@ -102,12 +108,23 @@ def test_robust_time_is_the_median_of_round_minima():
 def test_outliers_and_a_slow_round_do_not_move_the_robust_statistic(seed):
     clean = clean_rounds(seed=seed)
     for noisy in (with_outliers(clean), with_heavy_outliers(clean)):
-        assert robust_time(noisy) == pytest.approx(robust_time(clean), rel=0.01)
+        assert fastest_time(noisy) == pytest.approx(fastest_time(clean), rel=0.01)
     # The median over runs is dragged along when most runs are disturbed ...
     heavy = with_heavy_outliers(clean)
     assert plain_median(heavy) > 1.5 * plain_median(clean)
     # ... and creeps even with a minority of disturbed runs.
     assert plain_median(with_outliers(clean)) > plain_median(clean)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(5))
+def test_a_slow_spell_over_most_rounds_does_not_move_the_statistic(seed):
+    # What this kind of VM does (benchmarks/README.md): for seconds every run is 30-45 %
+    # slower. Four of five rounds in such a spell moved the former statistic by as much.
+    clean = clean_rounds(seed=seed)
+    spell = [[v * (1.4 if r else 1.0) for v in run] for r, run in enumerate(clean)]
+    assert fastest_time(spell) == pytest.approx(fastest_time(clean), rel=0.005)  # jitter
+    assert median_of_round_minima(spell) > 1.35 * median_of_round_minima(clean)
 
 
 @pytest.mark.unit
@@ -172,8 +189,8 @@ def test_summary_statistic_spread_and_total_on_synthetic_runs():
     relu = [[v / 10 for v in r] for r in clean_rounds(seed=4)]
     zero = [[0.0] * 4 for _ in range(5)]
     profile = summarize_runs(synthetic_measurement({"conv": conv, "relu": relu, "const": zero}))
-    assert profile.latencies["conv"] == robust_time(conv)
-    assert profile.latencies["relu"] == robust_time(relu)
+    assert profile.latencies["conv"] == fastest_time(conv)
+    assert profile.latencies["relu"] == fastest_time(relu)
     assert profile.latencies["const"] == 0.0
     assert profile.kernel_total == math.fsum(profile.latencies.values())
     assert profile.spread["conv"] == relative_spread(round_minima(conv))
@@ -187,14 +204,22 @@ def test_summary_statistic_spread_and_total_on_synthetic_runs():
 
 
 @pytest.mark.unit
-def test_high_spread_gives_one_warning_in_the_profile():
-    # Rounds alternate between an idle and a 30 % slower machine: the IQR is large.
-    slow = [[BASE * (1.3 if r % 2 else 1.0)] * 4 for r in range(6)]
+def test_high_spread_gives_one_warning_in_the_profile_unless_rounds_confirm_the_fastest():
+    # Five of six rounds 10-30 % slower: one round alone ran at the fastest level.
+    slow = [[BASE * f] * 4 for f in (1.0, 1.15, 1.3, 1.3, 1.2, 1.1)]
     profile = summarize_runs(synthetic_measurement({"conv": slow}))
     assert profile.metadata["total_spread"] > 0.05
     (warning,) = profile.metadata["warnings"]
     assert "varied by" in warning and "6 rounds" in warning
+    assert "only 1 of them ran within 5 % of the fastest" in warning
+    assert "can read up to 30 % higher" in warning and "--min-seconds" in warning
     assert profile.warnings == [warning]
+    # Rounds alternate between an idle and a 30 % slower machine: the IQR is as large,
+    # but three rounds confirm the fastest level, which the profile holds.
+    alternating = [[BASE * (1.3 if r % 2 else 1.0)] * 4 for r in range(6)]
+    profile = summarize_runs(synthetic_measurement({"conv": alternating}))
+    assert profile.metadata["total_spread"] > 0.05 and FAST_ROUNDS == 3
+    assert profile.metadata["warnings"] == [] and profile.latencies["conv"] == BASE
 
 
 @pytest.mark.unit
@@ -203,6 +228,10 @@ def test_stability_warning_reasons_make_one_sentence():
     assert stability_warning(total_spread=0.01, **quiet) is None
     assert stability_warning(total_spread=0.05, **quiet) is None  # the limit itself is fine
     assert "varied by 12.0 %" in stability_warning(total_spread=0.12, **quiet)
+    confirmed = [1.0, 1.01, 1.2, 1.02, 1.3]  # three rounds within 5 % of the fastest
+    assert stability_warning(total_spread=0.12, round_totals=confirmed, **quiet) is None
+    unconfirmed = stability_warning(total_spread=0.12, round_totals=confirmed[2:], **quiet)
+    assert "only 1 of them" in unconfirmed and "up to 27 % higher" in unconfirmed
     busy = stability_warning(
         total_spread=0.2, rounds=5, load_per_cpu_before=0.9, busy_others_per_cpu=0.75
     )
@@ -237,6 +266,9 @@ def test_is_stable_needs_enough_rounds_and_a_settled_statistic():
         ({"runs": "auto", "tolerance": 0.0}, "tolerance"),
         ({"runs": "auto", "time_budget": -1.0}, "time budget"),
         ({"runs": "auto", "time_budget": math.inf}, "time budget"),
+        ({"min_seconds": -1.0}, "minimum seconds"),
+        ({"min_seconds": math.nan}, "minimum seconds"),
+        ({"min_seconds": True}, "minimum seconds"),
     ],
 )
 def test_bad_profiling_options_are_refused_before_running(options, fragment):
@@ -369,7 +401,7 @@ def test_new_fields_round_trip_and_are_checked(tmp_path):
 
 @pytest.mark.integration
 def test_real_profile_has_rounds_spreads_and_sums_to_kernel_total(tmp_path):
-    m = measure_runs(INT8, runs=6, warmup=2)
+    m = measure_runs(INT8, runs=6, warmup=2, min_seconds=0)
     profile = summarize_runs(m)
     meta = profile.metadata
     assert (meta["runs"], meta["rounds"], meta["runs_per_round"]) == (6, 2, 3)
@@ -386,18 +418,21 @@ def test_real_profile_has_rounds_spreads_and_sums_to_kernel_total(tmp_path):
     assert math.isclose(math.fsum(profile.latencies.values()), profile.kernel_total, rel_tol=1e-9)
     rounds = m.node_rounds()
     for name, latency in profile.latencies.items():  # the statistic of the measured runs
-        assert latency == robust_time(rounds[name])
+        assert latency == fastest_time(rounds[name])
     profile.save(tmp_path / "p.json")
     assert HostProfile.load(tmp_path / "p.json") == profile
 
 
 @pytest.mark.integration
 def test_runs_auto_stops_and_says_why():
-    quick = profile_model(INT8, runs="auto", warmup=1, time_budget=1e-9)  # budget gone at once
+    quick = profile_model(
+        INT8, runs="auto", warmup=1, min_seconds=0, time_budget=1e-9
+    )  # budget gone at once
     meta = quick.metadata
     assert meta["stopped"] == "time budget" and meta["rounds"] == 1 and meta["runs"] == 4
     assert meta["runs_requested"] == "auto"
-    loose = profile_model(INT8, runs="auto", warmup=1, tolerance=0.5, time_budget=20.0)
+    loose = profile_model(INT8, runs="auto", warmup=1, min_seconds=0, tolerance=0.5,
+                          time_budget=20.0)
     meta = loose.metadata
     assert meta["stopped"] in {"stable", "time budget"}
     assert meta["runs"] == 4 * meta["rounds"] and meta["auto"]["tolerance"] == 0.5

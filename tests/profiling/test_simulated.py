@@ -399,3 +399,45 @@ def test_a_simulation_failure_is_one_line(tmp_path, monkeypatch):
     text = str(info.value)
     assert "\n" not in text and text.startswith("the cache simulation failed: ")
     assert "instruction" in text
+
+
+@needs_simulator
+@pytest.mark.integration
+def test_representative_layers_count_what_the_full_simulation_counts(tmp_path):
+    """Five identical decoder layers: the later layers' nests take the second layer's
+    counters (placement.profiling.repeats) and do not run. Against the full simulation:
+    totals within 1 % (LL write misses 5 %: a few thousand lines, the skipped layers'
+    absent stores shift some), every nest with 1,000+ LL read misses within 3 %, every
+    nest within 64 lines. Not exact: the caches before the first counted nest after the
+    skipped ones are rebuilt by the context, not reproduced, and the guards that skip
+    nests change LLVM's register allocation a little (a few instructions per nest)."""
+    pytest.importorskip("torch_mlir")
+    import onnx
+
+    from placement.networks.workloads import decoder_stack
+    from placement.profiling.mlir.lower import lower_onnx
+    from placement.profiling.mlir.optimize import optimize_program
+    from placement.profiling.repeats import simulation_plan
+    from placement.profiling.simulated import simulate_nests
+
+    path = tmp_path / "stack.onnx"
+    onnx.save(decoder_stack(128, 2, 344, layers=5, kind="llama", past=16), str(path))
+    program = optimize_program(lower_onnx(path))
+    geometry = host_cache_geometry(overrides=SMALL)
+    plan = simulation_plan(program, geometry.ll.size, warm=False)
+    assert not plan.is_full and len(plan.skipped) > 50
+    full = simulate_nests(program, geometry=geometry, cold=True)
+    rep = simulate_nests(program, geometry=geometry, cold=True, plan=plan)
+    assert rep.metadata["nests"]["skipped_nests"] == len(plan.skipped)
+    assert rep.metadata["nests_guarded"] and not full.metadata["nests_guarded"]
+    for event, total_tolerance in ((SIM_INSTRUCTIONS, 0.01), (SIM_LL_READ_MISSES, 0.01),
+                                   (SIM_LL_WRITE_MISSES, 0.05)):  # fmt: skip
+        want = sum(c[event] for c in full.counters.values())
+        got = sum(c[event] for c in rep.counters.values())
+        assert abs(got - want) <= total_tolerance * want, (event, got, want)
+    for nest_id, counts in full.counters.items():
+        want, got = counts[SIM_LL_READ_MISSES], rep.counters[nest_id][SIM_LL_READ_MISSES]
+        assert abs(got - want) <= max(64, 0.03 * want), (nest_id, got, want)
+    # A skipped nest's counters are its representative's, as simulated.
+    for nest_id in plan.skipped:
+        assert rep.counters[nest_id] == rep.counters[plan.representative[nest_id]]

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import re
 from pathlib import Path
 
 import pytest
 from cli_helpers import assert_one_line_error, run
-from test_plots import INT8, cim_sweep_points, pim_profile, pim_sweep_points, write_sweep
+from test_plots import (
+    INT8,
+    cim_sweep_points,
+    pim_profile,
+    pim_sweep_points,
+    saved_pim_profile,
+    write_sweep,
+)
 
-from placement.io import file_sha256
+from placement.hardware.base import HostSpec
+from placement.hardware.hostcheck import host_latency_source
+from placement.sweep.report import Sweep, summary_rows
 
-FAST = ["--runs", "3", "--warmup", "1", "-q"]
+FAST = ["--runs", "3", "--warmup", "1", "--min-seconds", "0", "-q"]
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +47,9 @@ def test_cim_report_html_embeds_every_figure(capsys, tmp_path, cim_points):
     assert code == 0, err
     page = root / "report.html"
     text = page.read_text()
+    # one network: no per-network figure (CIM Fig. 4 would be one bar per latency)
     stems = [
         "speedup_vs_crossbars_resnet_tiny_int8",
-        "speedup_per_network_50ns",
-        "speedup_per_network_500ns",
         "device_share_resnet_tiny_int8",
         "gantt_resnet_tiny_int8",
     ]
@@ -52,12 +59,17 @@ def test_cim_report_html_embeds_every_figure(capsys, tmp_path, cim_points):
             assert f.stat().st_size > 1000, f
             assert f"figures/{stem}.{suffix}" in text  # linked from the page
     assert text.count("data:image/png;base64,") == len(stems)  # self-contained
-    assert "Not drawn" not in text
-    assert f"wrote {page}" in out and "5 of 5 figures" in out
-    # tables: summary per model/hardware and every point
+    assert "Not drawn" not in text and "speedup_per_network" not in text
+    assert not list((root / "figures").glob("speedup_per_network*"))
+    # both pages by default, from the same content
+    md = root / "report.md"
+    assert f"wrote {page} (html) and {md} (md), 3 of 3 figures" in out
+    assert md.read_text().count("](figures/") == 2 * len(stems)  # image and SVG link
+    # tables: summary per model/hardware and every point (ids only in points.csv)
     assert "Summary per model and hardware" in text
-    for r in cim_points[0]:
-        assert f"<td>{r['point_id']}</td>" in text
+    points = text.split("<h2>All points</h2>")[1]
+    assert points.count("<tr><td>") == len(cim_points[0])
+    assert "p0000" not in points and "points.csv" in points
     summary = text.split("<h2>Summary per model and hardware</h2>")[1].split("<h2>")[0]
     assert summary.count("<td>resnet_tiny_int8</td>") == 2  # one summary row per hardware
     # the host-latency table: one row per model and hardware, before the summary
@@ -73,11 +85,12 @@ def test_markdown_report_and_gantt_with_transfers_from_the_model_file(capsys, tm
     assert code == 0, err
     text = out_md.read_text()
     refs = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", text)
-    assert len(refs) == 5
+    assert len(refs) == 3
     for ref in refs:
         assert (tmp_path / ref).is_file()  # relative to the page
     assert text.startswith("# Sweep report: sweep (CIM)")
-    assert "| point_id | target | model | hardware | crossbars | t_mvm_ns | status |" in text
+    assert "| hardware | crossbars | t_mvm_ns | status | makespan | CPU-only | speed-up |" in text
+    assert not (root / "report.html").exists()  # -o: that page only
     svg = (root / "figures" / "gantt_resnet_tiny_int8.svg").read_text()
     assert "transfer:" in svg  # gids of transfer bars: edges came from the model file
 
@@ -174,14 +187,9 @@ def test_solve_plot_bad_path_fails_before_solving(capsys, tmp_path, name):
 
 @pytest.mark.integration
 def test_solve_pim_plot_writes_the_gantt_of_the_first_core_count(capsys, tmp_path):
-    model = tmp_path / "softmax_4096.onnx"
-    model.write_bytes(b"not parsed: the saved profile carries the times")
-    profile = dataclasses.replace(
-        pim_profile(4096), model_sha256=file_sha256(model), model_path=str(model)
-    )
-    profile.save(tmp_path / "p.json")
+    model, saved = saved_pim_profile(tmp_path)
     plot, js = tmp_path / "g.svg", tmp_path / "r.json"
-    argv = ["solve", model, "--target", "pim", "--profile", tmp_path / "p.json"]
+    argv = ["solve", model, "--target", "pim", "--profile", saved]
     argv += ["--pim-cores", "64,32", "--plot", plot, "--json", js, "-q"]
     code, _, err = run(capsys, *argv)
     assert code == 0, err
@@ -238,8 +246,9 @@ def test_the_page_rounds_numbers_for_people_and_names_the_hardware(capsys, tmp_p
     assert code == 0, err
     text = (root / "report.md").read_text()
     head = text.split("## Host latencies")[0]
-    assert "- **hardware arm-a72**: crossbars 100, crossbar_rows 256, crossbar_cols 256," \
-           " t_mvm_ns 50, bus_gbps 10.24" in head  # fmt: skip
+    # the swept values, not the preset's 100 crossbars (never solved)
+    assert "- **hardware arm-a72**: crossbars 8 / 50 (swept), crossbar_rows 256," \
+           " crossbar_cols 256, t_mvm_ns 50, bus_gbps 10.24" in head  # fmt: skip
     assert "- **grid**: hardware arm-a72; parameters crossbars 8, 50\n" in head
     assert "- **solver**: time_limit 600, rel_gap 0.0001, threads 1," in head
     # 6 significant digits need at most 10 decimals (0.000123457); float noise has more
@@ -248,7 +257,67 @@ def test_the_page_rounds_numbers_for_people_and_names_the_hardware(capsys, tmp_p
     (row,) = [ln for ln in summary.splitlines() if ln.startswith("| resnet_tiny_int8")]
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[7] == "crossbars=50" and cells[-1] == "0%", cells  # at, max gap
+    assert re.fullmatch(r"[\d.]+ (s|ms|us)", cells[8]), cells  # median solve, with its unit
     table = [[c.strip() for c in ln.strip("|").split("|")]
              for ln in text.split("## All points")[1].splitlines() if ln.startswith("|")]
     gaps = [r[table[0].index("gap")] for r in table[2:]]
     assert gaps == ["0%", "0%"], gaps  # exact in points.csv
+    # times with units; no point ids or host details (those are in points.csv)
+    assert table[0][:2] == ["crossbars", "status"], table[0]
+    for column in ("makespan", "CPU-only", "solve"):
+        assert all(re.fullmatch(r"[\d.]+ (s|ms|us|ns)", r[table[0].index(column)])
+                   for r in table[2:]), column  # fmt: skip
+    assert len(table[0]) <= 12
+
+
+@pytest.mark.integration
+def test_two_networks_get_the_per_network_figure(capsys, tmp_path, cim_points):
+    rows, docs = cim_points
+    other = [dict(r, model="other_net.onnx", point_id=f"{r['point_id']}b") for r in rows]
+    root = write_sweep(tmp_path / "sweep", "cim", rows + other, docs, ["crossbars", "t_mvm_ns"])
+    code, out, err = run(capsys, "report", root, "--format", "md", "-q")
+    assert code == 0, err
+    assert {"speedup_per_network_50ns.png", "speedup_per_network_500ns.png"} <= _figures(root)
+    table = (root / "report.md").read_text().split("## All points")[1]
+    assert "| model | hardware | crossbars |" in table  # several models: a model column
+    assert not (root / "report.html").exists()  # --format: that page only
+
+
+def _sweep(rows: list[dict]) -> Sweep:
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    return Sweep(Path("s"), {"target": "cim"}, rows, columns)
+
+
+@pytest.mark.unit
+def test_ties_for_the_best_speed_up_are_named():
+    def row(crossbars: int, speedup: float) -> dict:
+        return {"model": "m.onnx", "hardware": "hw", "crossbars": crossbars,
+                "status": "optimal", "speedup": speedup, "solve_seconds": 8.2e-05}  # fmt: skip
+
+    # 3.0 and 3.0 * (1 + 1e-12) are one value (float noise); 2.999 is not.
+    tied = [row(25, 2.999), row(50, 3.0), row(100, 3.0 * (1 + 1e-12)), row(200, 3.0)]
+    header, summary = summary_rows(_sweep(tied))
+    at, best = summary[header.index("at")], summary[header.index("best speed-up")]
+    assert best == "3.00x"
+    assert at == "crossbars=50; crossbars=100; crossbars=200 (3 points tie)"
+    assert summary[header.index("median solve")] == "82 us"
+    five = [row(c, 3.0) for c in (1, 2, 3, 4, 5)]
+    _, summary = summary_rows(_sweep(five))
+    assert summary[header.index("at")] == (
+        "crossbars=1; crossbars=2; crossbars=3; +2 more (5 points tie)")
+    _, summary = summary_rows(_sweep([row(25, 2.0), row(50, 3.0)]))
+    assert summary[header.index("at")] == "crossbars=50"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("measured", "named", "same"), [
+    ("AMD Ryzen 9 3900X 12-Core Processor", "AMD Ryzen 9 3900X (1 core)", True),
+    ("AMD EPYC", "AMD Ryzen 9 3900X (1 core)", False),
+    ("Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz", "Intel Xeon Gold 6248", True),
+    ("Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz", "Intel Xeon Gold 6148", False),
+])  # fmt: skip
+def test_host_match_compares_cpu_models(measured, named, same):
+    host = HostSpec(named, "x86_64")
+    source = host_latency_source("hw", host, {"machine": "x86_64", "cpu": measured})
+    assert source.same_cpu is same and not source.mismatch
+    assert host_latency_source("hw", host, {"machine": "x86_64"}).same_cpu is None

@@ -22,11 +22,18 @@ subgraphs of PyTorch exports (``Shape -> Gather -> Div -> Unsqueeze`` feeding a
 nodes keep their names. Float initializers of at least ``weight_arg_min_bytes`` become
 function arguments. Embedded as constants they
 would cost JIT time and memory (the notes: a 64 MB constant costs 1 s and 0.8 GB).
+
+Weights are not read: the model is read with its large initializers left in their files
+(``read_onnx(load_weights=False)``, :mod:`placement.weights`), and such a weight is a
+:class:`WeightFile` (where its bytes are) in ``LoweredProgram.weights``; whoever runs the
+program reads it then (``nest_timing.program_arguments``, the simulation's driver), so
+the lowering holds no copy of the weights (the LLaMA-7B layer: 0.81 GB).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,6 +42,7 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx import numpy_helper
+from onnx.external_data_helper import ExternalDataInfo
 
 from placement.errors import PlacementError
 from placement.folding import fold_and_infer, strip_folded
@@ -48,6 +56,7 @@ from placement.profiling.mlir.extract import (
 )
 from placement.profiling.mlir.passes import error_line, first_line
 from placement.profiling.mlir.policy import check_user_module
+from placement.weights import ITEMSIZE, inline, is_reference, tensor_array
 
 try:  # torch-mlir is heavy; import errors surface as a PlacementError on first use
     from torch_mlir import ir
@@ -90,6 +99,33 @@ class ArgInfo:
     dtype: str  # numpy dtype name, e.g. "float32"
 
 
+@dataclass(frozen=True)
+class WeightFile:
+    """A weight left in its file: the raw little-endian bytes of a ``shape`` array of
+    ``dtype`` at ``offset`` of ``path`` (an ONNX model or its external data)."""
+
+    path: Path
+    offset: int
+    shape: tuple[int, ...]
+    dtype: str  # numpy dtype name
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+    def read(self, align: int = 64) -> np.ndarray:
+        """The weight's values in a new ``align``-byte aligned array, read from the file
+        (nothing is memory-mapped, so only this copy is resident)."""
+        raw = np.empty(self.nbytes + align, dtype=np.uint8)
+        start = -raw.ctypes.data % align
+        buffer = raw[start : start + self.nbytes]
+        with open(self.path, "rb") as fh:
+            fh.seek(self.offset)
+            if fh.readinto(memoryview(buffer)) != self.nbytes:
+                raise PlacementError(f"{self.path}: weight data ends early (truncated file?)")
+        return buffer.view(self.dtype).reshape(self.shape)
+
+
 @dataclass
 class LoweredProgram:
     """A bufferized program at parallel-loop level plus its nests and calling convention."""
@@ -100,7 +136,8 @@ class LoweredProgram:
     args: tuple[ArgInfo, ...]  # all function arguments in order: inputs, weights, outputs
     source: Path
     source_kind: str  # "onnx" | "mlir"
-    weights: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # by arg name
+    # By arg name: values held in memory (small ones, Constant nodes) or WeightFiles.
+    weights: dict[str, np.ndarray | WeightFile] = field(default_factory=dict, repr=False)
     metadata: dict[str, Any] = field(default_factory=dict)
     # The bufferized linalg program with its ops tagged, before convert-linalg-to-parallel-loops:
     # where placement.profiling.mlir.optimize starts from. Empty for programs built by hand.
@@ -139,7 +176,7 @@ def lower_onnx(
     _require_torch_mlir()
     path = Path(path)
     start = time.perf_counter()
-    model = read_onnx(path)
+    model = read_onnx(path, load_weights=False)  # large weights stay in their files
     graph = model.graph
     names = node_names(graph)
     op_types: dict[str, str] = {}
@@ -152,7 +189,7 @@ def lower_onnx(
     # Shape subgraphs (Shape -> Gather -> Div -> Unsqueeze -> Slice ends, Range, masks)
     # become constants: torch-mlir needs them as compile-time values.
     strip_folded(model, fold_and_infer(model, path, max_bytes=FOLD_MAX_BYTES, ask_ort=False))
-    weights = _initializers_to_inputs(graph, weight_arg_min_bytes)
+    weights = _initializers_to_inputs(graph, weight_arg_min_bytes, path.parent)
     try:
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception as exc:  # onnx raises several types for inconsistent models
@@ -323,27 +360,34 @@ def _check_static_values(graph: onnx.GraphProto, path: Path) -> None:
         )
 
 
-def _initializers_to_inputs(graph: onnx.GraphProto, min_bytes: int) -> dict[str, np.ndarray]:
+def _initializers_to_inputs(
+    graph: onnx.GraphProto, min_bytes: int, base_dir: Path
+) -> dict[str, np.ndarray | WeightFile]:
     """Turn large float initializers (and Constant nodes) into graph inputs; return values.
 
     Integer initializers stay constants: torch-mlir needs shapes, axes and indices as
-    compile-time values, and they are small.
+    compile-time values, and they are small. An initializer left in its file becomes a
+    :class:`WeightFile` (not read); one that stays a constant is read into the protobuf
+    (the importer needs its values).
     """
-    weights: dict[str, np.ndarray] = {}
+    weights: dict[str, np.ndarray | WeightFile] = {}
     graph_inputs = {value.name for value in graph.input}
     keep = []
     for init in graph.initializer:
-        array = numpy_helper.to_array(init)
+        dtype = _numpy_dtype(init.data_type)
         if (
             init.name not in graph_inputs
-            and np.issubdtype(array.dtype, np.floating)
-            and array.nbytes >= min_bytes
+            and dtype is not None
+            and np.issubdtype(dtype, np.floating)
+            and int(np.prod(init.dims, dtype=np.int64)) * dtype.itemsize >= min_bytes
         ):
-            weights[init.name] = array
+            weights[init.name] = _weight_value(init, base_dir)
             graph.input.append(
-                onnx.helper.make_tensor_value_info(init.name, init.data_type, list(array.shape))
+                onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
             )
         else:
+            if is_reference(init):
+                inline(init, base_dir)
             keep.append(init)
     if len(keep) != len(graph.initializer):
         del graph.initializer[:]
@@ -368,6 +412,27 @@ def _initializers_to_inputs(graph: onnx.GraphProto, min_bytes: int) -> dict[str,
         del graph.node[:]
         graph.node.extend(nodes)
     return weights
+
+
+def _numpy_dtype(data_type: int) -> np.dtype | None:
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(data_type))
+    except (KeyError, TypeError, ValueError):  # UNDEFINED and types numpy has no dtype for
+        return None
+
+
+def _weight_value(tensor: onnx.TensorProto, base_dir: Path) -> np.ndarray | WeightFile:
+    """Where a weight's values are: its file (a plain raw reference, :class:`WeightFile`)
+    or, for data in the protobuf or stored otherwise, the values themselves."""
+    if is_reference(tensor):
+        info = ExternalDataInfo(tensor)
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type))
+        shape = tuple(int(d) for d in tensor.dims)
+        length = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        plain = tensor.data_type in ITEMSIZE and sys.byteorder == "little"
+        if plain and info.length in (None, length) and length > 0:
+            return WeightFile(base_dir / info.location, int(info.offset or 0), shape, dtype.name)
+    return tensor_array(tensor, base_dir)
 
 
 def _onnx_arg_infos(graph: onnx.GraphProto, weight_names: set[str]) -> tuple[ArgInfo, ...]:

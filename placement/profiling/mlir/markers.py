@@ -91,6 +91,16 @@ def insert_nest_markers(
     return len(ops)
 
 
+def nest_loop_ops(module: Any, program: LoweredProgram) -> list[Any]:
+    """The loop each nest of ``program`` is marked around in ``module`` (its parsed
+    ``module_text``), in nest order: what :func:`mark_program` wraps."""
+    function = find_func(module, program.func_name)
+    tags = program.nest_tags if program.markers_at == "tagged-loop" else module_nest_tags(module)
+    if tags is None:
+        return [op for op, _trips in outermost_parallels(function)]
+    return _loops_of_tags(function, tags, program.func_name)
+
+
 NEST_TAGS_ATTR = "placement.nest_tags"
 
 

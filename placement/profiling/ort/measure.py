@@ -7,26 +7,30 @@ intra-op threads, one inter-op thread, the requested graph optimization level)
 runs the model on deterministic random inputs with ORT's profiler on: ``warmup``
 runs back to back, then the ``runs`` measured runs in *rounds* (the runs of a
 round back to back, a short pause between rounds; ``runs`` is split by
-:func:`~placement.profiling.ort.robust.round_sizes`, e.g. 20 runs = 5 rounds of 4).
+:func:`~placement.profiling.ort.robust.round_sizes`, e.g. 20 runs = 5 rounds of 4);
+when they would take less than ``min_seconds`` (default 2 s) at the warm-up's pace,
+rounds of 4 runs 0.1 s apart follow, as many as make the measured runs span that long
+(the count is fixed before measuring, so the progress line counts to it).
 The trace holds one ``model_run`` event per run; kernel events (``cat == "Node"``)
 are assigned to the run whose window starts last before them, and the warm-up runs
 are dropped. Per run, every kernel's time is split over original nodes (below).
 
 Statistic and spread
 --------------------
-A node's latency is the *median over rounds of its per-round minimum*
-(``median-of-round-minima``, :func:`~placement.profiling.ort.robust.robust_time`):
-the minimum rejects the slow runs background load adds inside a round, the median
-a whole slow round. ``kernel_total`` is defined as the sum of these per-node
-statistics, so the latencies sum to it exactly. A node's *spread* (``spread`` of the
+A node's latency is its *minimum over the measured runs* (``minimum-over-runs``,
+:func:`~placement.profiling.ort.robust.fastest_time`): background load only adds
+time, and on a shared machine it comes in spells of seconds, so a profile spanning a
+few seconds reaches the node's own latency between them (why and how much:
+:mod:`placement.profiling.ort.robust`). ``kernel_total`` is defined as the sum of
+these per-node statistics, so the latencies sum to it exactly. A node's *spread* (``spread`` of the
 profile) is the relative interquartile range ``(p75 - p25) / p50`` of its per-round
 minima; ``metadata["total_spread"]`` is the same over the per-round totals of minima
 (``metadata["round_kernel_seconds"]``); definitions in
 :mod:`placement.profiling.ort.robust`. The median of the per-run kernel sums is
 still recorded as ``metadata["median_run_kernel_seconds"]``.
 
-``runs="auto"`` adds rounds of 4 runs until the median-of-round-minima of the
-per-run *wall* time (the kernel times are only known once the trace is read)
+``runs="auto"`` adds rounds of 4 runs until the minimum of the per-run *wall* time
+(the kernel times are only known once the trace is read)
 changed by at most ``tolerance`` over the last 3 rounds, after at least 5 rounds
 (``metadata["stopped"] == "stable"``), or until ``time_budget`` seconds of warm-up
 and measured runs are spent (``"time budget"``; the round under way is finished),
@@ -99,14 +103,16 @@ from placement.profiling.ort.robust import (
     AUTO_TIME_BUDGET,
     AUTO_TOLERANCE,
     AUTO_WINDOW,
+    MIN_SECONDS,
     ROUND_PAUSE_SECONDS,
     RUNS_PER_ROUND,
+    SPACED_PAUSE_SECONDS,
     SPREAD_DEFINITION,
     STATISTIC,
+    fastest_time,
     group_rounds,
     is_stable,
     relative_spread,
-    robust_time,
     round_minima,
     round_sizes,
     round_totals,
@@ -166,8 +172,8 @@ class Measurement:
 
 def profile_model(path: str | Path, **options: Any) -> HostProfile:
     """Measure every original node's host latency, in seconds (module docstring): per node
-    the median over rounds of the per-round minimum of :func:`measure_runs` (``options``
-    are its). The profile's ``metadata["warnings"]`` holds a sentence when the
+    the minimum over the runs of :func:`measure_runs` (``options`` are its). The
+    profile's ``metadata["warnings"]`` holds a sentence when the
     measurement looks unreliable."""
     return summarize_runs(measure_runs(path, **options))
 
@@ -177,6 +183,7 @@ def measure_runs(
     *,
     runs: Runs = 20,
     warmup: int = 5,
+    min_seconds: float = MIN_SECONDS,
     intra_op_threads: int = 1,
     optimization: str = "all",
     seed: int = 0,
@@ -191,7 +198,9 @@ def measure_runs(
 
     ``runs`` measured runs (or ``"auto"``: rounds until stable within ``tolerance``, or
     ``time_budget`` seconds) after ``warmup`` runs, with ``round_pause`` seconds of sleep
-    between rounds. ``progress(done, total)`` is called after every measured run (with
+    between rounds, then rounds 0.1 s apart for as long as the measured runs, at the
+    warm-up's pace, would span less than ``min_seconds`` (0: only the runs asked for).
+    ``progress(done, total)`` is called after every measured run (with
     ``"auto"``, ``total`` is the cap until the last call). ``cache="cold"`` flushes the
     last-level cache before every run (:mod:`placement.profiling.cache_flush`); the
     default ``"warm"`` runs back to back. A model whose run would need more memory than
@@ -200,6 +209,10 @@ def measure_runs(
     _check_options(runs, warmup, intra_op_threads, optimization, seed)
     if runs == "auto":
         _check_auto(tolerance, time_budget)
+    if isinstance(min_seconds, bool) or not isinstance(min_seconds, (int, float)):
+        raise PlacementError(f"minimum seconds must be a number, got {min_seconds!r}")
+    if not (math.isfinite(min_seconds) and 0 <= min_seconds <= 600):
+        raise PlacementError(f"minimum seconds must be 0 to 600, got {min_seconds!r}")
     if isinstance(round_pause, bool) or not isinstance(round_pause, (int, float)):
         raise PlacementError(f"round pause must be a number of seconds, got {round_pause!r}")
     if not 0 <= round_pause <= 60:
@@ -218,6 +231,7 @@ def measure_runs(
     flusher = make_flusher(cache)
     session = _ProfiledSession(model, path, intra_op_threads, optimization, seed, round_pause)
     session.flusher = flusher
+    session.min_seconds = min_seconds
     events, optimized, wall, sizes, auto, load = session.measure(
         runs, warmup, tolerance, time_budget, probe, progress
     )
@@ -242,6 +256,7 @@ def measure_runs(
             "warmup": warmup,
             "seed": seed,
             "runs_requested": runs,
+            "min_seconds": min_seconds,
             "round_pause_seconds": round_pause,
             **cache_metadata(flusher),
             **({} if session.power is None else {POWER_KEY: session.power.to_json()}),
@@ -252,10 +267,10 @@ def measure_runs(
 
 
 def summarize_runs(measurement: Measurement) -> HostProfile:
-    """The profile of a measurement: per node the median over rounds of the round minima."""
+    """The profile of a measurement: per node the minimum over its runs."""
     m = measurement
     rounds = m.node_rounds()
-    latencies = {name: robust_time(rounds[name]) for name in m.names}
+    latencies = {name: fastest_time(rounds[name]) for name in m.names}
     spread = {name: relative_spread(round_minima(rounds[name])) for name in m.names}
     kernel_total = math.fsum(latencies.values())
     totals = round_totals([rounds[name] for name in m.names])
@@ -263,6 +278,7 @@ def summarize_runs(measurement: Measurement) -> HostProfile:
     warning = stability_warning(
         total_spread=total_spread,
         rounds=len(m.sizes),
+        round_totals=totals,
         load_per_cpu_before=m.machine_load.get("load_per_cpu_before"),
         busy_others_per_cpu=m.machine_load.get("busy_others_per_cpu"),
     )
@@ -342,6 +358,7 @@ class _ProfiledSession:
         self.wall: list[float] = []
         self.sizes: list[int] = []
         self.power: PowerMeasurement | None = None  # RAPL, where the machine has it
+        self.min_seconds = 0.0  # rounds 0.1 s apart until the measured runs span this long
 
     def measure(
         self,
@@ -397,8 +414,16 @@ class _ProfiledSession:
                     session, feeds, limit, tolerance, time_budget, started, progress
                 )
             else:
+                limit = _auto_run_limit(len(optimized.graph.node), warmup)
+                per_run = (time.perf_counter() - started) / warmup if warmup else None
+                total = self._planned(runs, per_run, limit)
                 for size in round_sizes(runs):
-                    self._round(session, feeds, size, runs, progress)
+                    self._round(session, feeds, size, total, progress)
+                if per_run is None:  # no warm-up to time: plan from the measured runs
+                    total = self._planned(runs, sum(self.wall) / len(self.wall), limit)
+                self.pause = max(self.pause, SPACED_PAUSE_SECONDS)
+                while len(self.wall) < total:
+                    self._round(session, feeds, RUNS_PER_ROUND, total, progress)
             if meter is not None:
                 self.power = meter.stop(busy_seconds=math.fsum(self.wall))
             load = probe.stop()
@@ -431,6 +456,22 @@ class _ProfiledSession:
                 progress(len(self.wall), total)
         self.sizes.append(size)
 
+    def _planned(self, runs: int, per_run: float | None, limit: int) -> int:
+        """Measured runs in all: ``runs``, and rounds of RUNS_PER_ROUND runs
+        SPACED_PAUSE_SECONDS apart for as long as, at ``per_run`` seconds a run, the
+        profile would span less than ``min_seconds`` (at most ``limit`` runs); ``runs``
+        while the pace is not known."""
+        if per_run is None:
+            return runs
+        sizes = round_sizes(runs)
+        first = runs * per_run + (len(sizes) - 1) * self.pause
+        if self.min_seconds <= first:
+            return runs
+        per_round = RUNS_PER_ROUND * per_run + SPACED_PAUSE_SECONDS
+        rounds = math.ceil((self.min_seconds - first) / per_round)
+        room = max(0, limit - runs) // RUNS_PER_ROUND
+        return runs + RUNS_PER_ROUND * min(rounds, room)
+
     def _flush(self) -> None:
         if self.flusher is not None:
             self.flusher.flush()
@@ -449,7 +490,7 @@ class _ProfiledSession:
         history: list[float] = []
         while True:
             self._round(session, feeds, RUNS_PER_ROUND, limit, progress)
-            history.append(robust_time(group_rounds(self.wall, self.sizes)))
+            history.append(fastest_time(group_rounds(self.wall, self.sizes)))
             if is_stable(history, tolerance):
                 stopped = "stable"
             elif time.perf_counter() - started >= time_budget:
@@ -529,6 +570,7 @@ def _metadata(
         "inter_op_threads": 1,
         "runs": len(m.per_run),  # measured runs = sum of round_sizes
         "runs_requested": settings["runs_requested"],  # an integer or "auto"
+        "min_seconds": settings.get("min_seconds", 0.0),  # measured runs span at least this
         "warmup": settings["warmup"],
         "seed": settings["seed"],
         "rounds": len(m.sizes),
@@ -537,7 +579,7 @@ def _metadata(
         "round_pause_seconds": settings["round_pause_seconds"],
         "cache": settings.get("cache", "warm"),  # "cold": LLC flushed before every run
         "cache_flush_bytes": settings.get("cache_flush_bytes"),
-        # median over rounds of the per-round minimum, per node; kernel_total = their sum
+        # minimum over the measured runs, per node; kernel_total = their sum
         "statistic": STATISTIC,
         "spread_statistic": SPREAD_DEFINITION,
         **host_description(),

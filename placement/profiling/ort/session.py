@@ -78,8 +78,17 @@ def create_session(
 
 def run_session(session: ort.InferenceSession, feeds: dict[str, np.ndarray], path: Path) -> None:
     """One run; a failure is a one-line PlacementError naming ``path``."""
+    run_outputs(session, None, feeds, path)
+
+
+def run_outputs(
+    session: ort.InferenceSession, names: list[str] | None, feeds: dict[str, np.ndarray],
+    path: Path,
+) -> list[Any]:  # fmt: skip
+    """One run returning the outputs ``names`` (None: all); a failure is a one-line
+    PlacementError naming ``path``."""
     try:
-        session.run(None, feeds)
+        return session.run(names, feeds)
     except Exception as exc:
         raise PlacementError(
             f"{path}: ONNX Runtime failed to run the model ({ort_message(exc)})"

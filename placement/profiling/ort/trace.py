@@ -13,13 +13,13 @@ shape inference missed (:func:`add_event_shapes`).
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import onnx
 
 from placement.errors import PlacementError
@@ -43,7 +43,7 @@ def split_runs(
     for event in events:
         if event.get("cat") != "Node" or not str(event.get("name", "")).endswith(_KERNEL_SUFFIX):
             continue
-        index = int(np.searchsorted(starts, event["ts"], side="right")) - 1
+        index = bisect.bisect_right(starts, event["ts"]) - 1
         if index >= 0:
             per_run[index].append(event)
     measured = per_run[warmup:]
