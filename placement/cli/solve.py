@@ -391,7 +391,6 @@ def host_profile(args: argparse.Namespace, graph: Any) -> tuple[Any, dict[str, A
         profile.check_matches(graph.sha256, graph.path)
         check_latencies(graph, profile.latencies, f"profile {args.profile}")
         source = f"loaded from {args.profile}"
-        report_representatives(args, profile)
     else:
         profile = measure_host(args, graph.path)
         source = "measured now"
