@@ -38,7 +38,7 @@ import bisect
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
 from placement.cim.schedule import CimSchedule, asap_schedule, latency, retime
@@ -145,7 +145,9 @@ def block_instance(
     members = set(block.operators)
     transfers = math.fsum(e.t_transfer for e in instance.edges)
     huge = 1.0 + 10.0 * (instance.cpu_only_latency + transfers)
-    ops = [instance.by_name[v] for v in block.operators]
+    # blocks are solved for latency only: their operators leave the energies behind
+    ops = [replace(instance.by_name[v], e_host=None, e_mvm=None, e_internal=None)
+           for v in block.operators]  # fmt: skip
     ends = {}
     for name, cut, device in ((ENTRY, block.entry, entry_on), (EXIT, block.exit, exit_on)):
         if cut is None:
