@@ -19,13 +19,12 @@ from placement.cim.instance import (
     build_instance,
 )
 from placement.cim.list_scheduling import heuristic_schedule
-from placement.cim.objectives import Objective, ObjectivePlacement, solve
+from placement.cim.objectives import Objective, ObjectivePlacement, build_model, solve
 from placement.cim.pareto import Front, pareto_front
 from placement.cim.pipeline import (
     FORMULATION_CHOICES,
     SOLVERS,
     CimPlacement,
-    build_model,
 )
 from placement.cim.schedule import CimSchedule, asap_schedule
 from placement.cim.verifier import CimVerification, verify_cim

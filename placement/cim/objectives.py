@@ -53,6 +53,7 @@ from placement.cim.energy import EnergyBreakdown, placement_energy
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.pipeline import CimPlacement, resolve_formulation, resolve_solver
+from placement.cim.pipeline import build_model as build_latency_model
 from placement.cim.pipeline import solve as solve_latency
 from placement.cim.schedule import CimSchedule, all_host_schedule, asap_schedule, retime
 from placement.cim.stream import (
@@ -266,6 +267,79 @@ def solve(
     return solve_objective(instance, objective, **options)
 
 
+def build_model(
+    instance: CimInstance,
+    formulation: str = "auto",
+    *,
+    upper_bound: float | None = None,
+    objective: Objective | str | None = None,
+) -> pyo.ConcreteModel:
+    """The Pyomo model to extend before :func:`solve`: without ``objective`` (or for the
+    paper's), :func:`placement.cim.pipeline.build_model`; for another ``objective`` (an
+    :class:`Objective` without ``then`` axes, or an axis name), the formulation's families
+    with the blocks of its axes, its bounds and its objective
+    (:mod:`placement.models.cim_makespan.objectives`), solved by
+    ``solve(instance, model=model, objective=objective)``.
+
+    ``upper_bound`` is the latency objective's (see the pipeline's ``build_model``); for
+    another objective the makespan cap of ``window_big_m`` is chosen here so that it cuts
+    no optimum off: Eq. 13's M or the latency bound, or for minimum latency under bounds
+    the makespan of a schedule that meets them.
+    """
+    if isinstance(objective, str):
+        objective = Objective(objective)
+    if objective is None or objective.latency_only:
+        return build_latency_model(instance, formulation, upper_bound=upper_bound)
+    if upper_bound is not None:
+        raise PlacementError("upper_bound is for the latency objective; with another"
+                             " objective the makespan cap is chosen so that it cuts no"
+                             " optimum off")  # fmt: skip
+    if objective.then:
+        raise PlacementError("a model is solved in one stage: give no 'then' axes (cim.solve"
+                             " without a model solves them one after the other)")  # fmt: skip
+    if "energy" in objective.axes and not instance.has_energy:
+        raise PlacementError("energy needs the energy model: hardware with the [cim] energy"
+                             " constants and a host power ([host] active_power_w)")  # fmt: skip
+    bounds = dict(objective.bounds)
+    start = None
+    if objective.minimize == "latency":
+        feasible = [s for s in _cap_schedules(instance)
+                    if meets(axis_values(instance, s), bounds)]  # fmt: skip
+        start = _best(instance, "latency", feasible)
+    return stage_model(instance, objective.minimize, bounds,
+                       resolve_formulation(instance, formulation), start)  # fmt: skip
+
+
+def _cap_schedules(instance: CimInstance) -> list[CimSchedule]:
+    """Feasible schedules whose makespans can cap a bounded latency optimum."""
+    return [all_host_schedule(instance), heuristic_schedule(instance)]
+
+
+def check_makespan_cap(
+    model: pyo.ConcreteModel, instance: CimInstance, objective: Objective,
+    known: Sequence[CimSchedule] = (),
+) -> None:  # fmt: skip
+    """Refuse a model whose ``window_big_m`` cap ``T <= UB`` may cut the optimum of
+    ``objective`` off (the family's validity condition, :mod:`placement.models.cim_makespan.
+    objectives`): the cap must reach Eq. 13's M or the latency bound, or, for minimum
+    latency, the makespan of a known schedule that meets the bounds."""
+    families = getattr(model, "families", ())
+    if "window_big_m" not in families or model.component("upper_bound") is None:
+        return
+    cap = pyo.value(model.upper_bound) * pyo.value(model.time_unit)
+    bounds = dict(objective.bounds)
+    enough = min(big_m_seconds(instance), bounds.get("latency", math.inf))
+    if objective.minimize == "latency":
+        feasible = [s.makespan for s in known if meets(axis_values(instance, s), bounds)]
+        enough = min([enough, *feasible])
+    if cap < enough * (1 - 1e-9):
+        raise PlacementError(
+            f"the model's makespan cap (window_big_m: T <= {fmt_time(cap, 6)}) may cut off the"
+            f" optimum of {objective.describe()}: build the model with"
+            " cim.build_model(instance, formulation, objective=...), or without window_big_m"
+        )
+
+
 def solve_objective(
     instance: CimInstance,
     objective: Objective,
@@ -307,6 +381,8 @@ def solve_objective(
         if route not in MIP_BACKENDS:
             raise PlacementError(f"a Pyomo model of your own needs a MIP solver, not {route!r}")
     known = [retime(instance, s) for s in starts] + [all_host_schedule(instance)]
+    if model is not None:
+        check_makespan_cap(model, instance, objective, known + _cap_schedules(instance))
     bounds = dict(objective.bounds)
     stages: list[Stage] = []
     schedule: CimSchedule | None = None
