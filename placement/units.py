@@ -1,4 +1,4 @@
-"""Numbers for people: times, bandwidths and byte counts with their units."""
+"""Numbers for people: times, energies, bandwidths and byte counts with their units."""
 
 from __future__ import annotations
 
@@ -9,6 +9,19 @@ def fmt_time(seconds: float, digits: int = 3) -> str:
         if abs(seconds) >= scale:
             return f"{seconds / scale:.{digits}g} {unit}"
     return f"{seconds / 1e-9:.{digits}g} ns"
+
+
+def fmt_energy(joules: float, digits: int = 3) -> str:
+    """``digits`` significant digits in nJ, uJ, mJ or J."""
+    for unit, scale in (("J", 1.0), ("mJ", 1e-3), ("uJ", 1e-6)):
+        if abs(joules) >= scale:
+            return f"{joules / scale:.{digits}g} {unit}"
+    return f"{joules / 1e-9:.{digits}g} nJ"
+
+
+def fmt_rate(per_second: float, digits: int = 3) -> str:
+    """Frames per second, ``digits`` significant digits ("1.23e+03" avoided: "1230")."""
+    return f"{per_second:.{digits}g}" if per_second < 10 ** digits else f"{per_second:.0f}"
 
 
 def fmt_bandwidth(bps: float) -> str:

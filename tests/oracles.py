@@ -7,6 +7,7 @@ checks both.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -190,3 +191,102 @@ def block_structured_instance(
             edge(f"c{b}", cut)  # a skip connection around the block
     total = sum(op.crossbars for op in ops if op.supported)
     return CimInstance.build(ops, edges, int(budget_share * total))
+
+
+# --------------------------------------------------------------------------- other objectives
+
+
+def with_energy(
+    instance: CimInstance,
+    rng: random.Random,
+    *,
+    host_w: tuple[float, float] = (0.5, 10.0),
+    acc_w: tuple[float, float] = (0.01, 2.0),
+) -> CimInstance:
+    """``instance`` with random energies (joules, watts): the host at ``host_w`` W, the
+    accelerator at ``acc_w`` W of its own latency (so some operators cost more energy
+    there, some less), transfers at 0.1-5 W of theirs, static power 0-0.5 W."""
+    host_power = rng.uniform(*host_w)
+    ops = [
+        dataclasses.replace(
+            op, e_host=op.t_host * host_power,
+            e_mvm=None if op.t_acc is None else op.t_acc * rng.uniform(*acc_w),
+            e_internal=None if op.t_acc is None else op.t_acc * rng.uniform(0.0, 0.05),
+        )
+        for op in instance.operators
+    ]  # fmt: skip
+    edges = [dataclasses.replace(e, e_transfer=e.t_transfer * rng.uniform(0.1, 5.0))
+             for e in instance.edges]  # fmt: skip
+    return CimInstance.build(ops, edges, instance.crossbar_budget, rng.uniform(0.0, 0.5))
+
+
+def assignment_points(instance: CimInstance) -> list[dict[str, float]]:
+    """For every assignment within the budget, the best of its schedules on every axis at
+    once: its minimum makespan (``latency``), the energy at that makespan (the static
+    term only grows with the makespan), its stream period (the busiest of the host, the
+    bus and each offloaded operator's crossbars) and its crossbars. Computed here, from
+    the instance's numbers alone."""
+    names = [op.name for op in instance.operators]
+    ops = instance.by_name
+    supported = [v for v in names if ops[v].supported]
+    ancestors = {v: nx.ancestors(instance.graph, v) for v in names}
+    points = []
+    for choice in itertools.product((True, False), repeat=len(supported)):
+        on_host = {v: True for v in names}
+        on_host.update(zip(supported, choice, strict=True))
+        crossbars = sum(ops[v].crossbars for v in names if not on_host[v])
+        if crossbars > instance.crossbar_budget:
+            continue
+        host = [v for v in names if on_host[v]]
+        blockers = {v: {a for a in ancestors[v] if on_host[a]} for v in host}
+        best = _Best()
+        _extend(instance, on_host, host, blockers, [], {}, 0.0,
+                sum(ops[v].t_host for v in host), best)  # fmt: skip
+        crossing = [e for e in instance.edges if on_host[e.src] != on_host[e.dst]]
+        loads = [sum(ops[v].t_host for v in host), sum(e.t_transfer for e in crossing)]
+        loads += [ops[v].t_acc for v in names if not on_host[v]]
+        point = {"latency": best.makespan, "period": max(loads), "crossbars": float(crossbars)}
+        if instance.has_energy:
+            energy = [ops[v].e_host if on_host[v] else ops[v].e_mvm + ops[v].e_internal
+                      for v in names]  # fmt: skip
+            energy += [e.e_transfer for e in crossing]
+            point["energy"] = math.fsum(energy) + instance.p_static * best.makespan
+        points.append(point | {"on_host": on_host})
+    return points
+
+
+def brute_force_objective(
+    instance: CimInstance,
+    minimize: str,
+    bounds: dict[str, float] | None = None,
+    then: tuple[str, ...] = (),
+    rel: float = 1e-9,
+) -> dict[str, float] | None:
+    """The lexicographic optimum of (``minimize``, *``then``) under ``bounds`` over
+    :func:`assignment_points` (None: no assignment meets the bounds); each later axis is
+    minimized among the points within ``rel`` of the earlier optima."""
+    points = [p for p in assignment_points(instance)
+              if all(p[a] <= b * (1 + rel) + 1e-15 for a, b in (bounds or {}).items())]
+    for name in (minimize, *then):
+        if not points:
+            return None
+        best = min(p[name] for p in points)
+        points = [p for p in points if p[name] <= best * (1 + rel) + 1e-15]
+    return points[0] if points else None
+
+
+def brute_force_front(instance: CimInstance, axes: list[str]) -> list[dict[str, float]]:
+    """The nondominated points of :func:`assignment_points` on ``axes`` (each once)."""
+    points = assignment_points(instance)
+    front: list[dict[str, float]] = []
+    for p in points:
+        dominated = any(
+            all(q[a] <= p[a] * (1 + 1e-9) + 1e-15 for a in axes)
+            and any(q[a] < p[a] * (1 - 1e-9) - 1e-15 for a in axes)
+            for q in points
+        )
+        same = any(all(math.isclose(q[a], p[a], rel_tol=1e-9, abs_tol=1e-15) for a in axes)
+                   for q in front)  # fmt: skip
+        if not dominated and not same:
+            front.append(p)
+    return front

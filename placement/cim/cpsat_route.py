@@ -70,6 +70,54 @@ def rounded_instance(instance: CimInstance, unit: float) -> CimInstance:
     return CimInstance.build(ops, edges, instance.crossbar_budget)
 
 
+def interval_data(
+    instance: CimInstance,
+    start: CimSchedule,
+    unit: float,
+    *,
+    use_bounds: bool = True,
+    horizon: float | None = None,
+) -> dict[str, object]:
+    """The interval model's integer data: ``instance`` in ``unit`` s rounded down
+    (:func:`rounded_instance`), ``start`` as the hint, and the horizon: ``horizon``
+    seconds (rounded up), by default the start's makespan."""
+    r = rounded_instance(instance, unit)
+    hint = asap_schedule(r, start.on_host, start.host_order)
+    st = structure(r, 1.0)
+    names = [op.name for op in r.operators]
+    span = hint.makespan if horizon is None else max(hint.makespan, horizon / unit)
+    return {
+        "names": names,
+        "t_host": [int(op.t_host) for op in r.operators],
+        "t_acc": [None if op.t_acc is None else int(op.t_acc) for op in r.operators],
+        "crossbars": [op.crossbars for op in r.operators],
+        "budget": r.crossbar_budget,
+        "edges": [(e.src, e.dst, int(e.t_transfer)) for e in r.edges],
+        "sinks": list(r.sinks),
+        "horizon": int(math.ceil(span)),
+        "head": {v: int(math.floor(st["head"][v])) for v in names},
+        "tail": {v: int(math.floor(st["tail"][v])) for v in names},
+        "before": {v: st["before"][v] for v in names},
+        "after": {v: st["after"][v] for v in names},
+        "between": [(u, w, st["between"][u, w]) for u, w in st["bottleneck_pairs"]],
+        "use_bounds": use_bounds,
+        "hint": {v: (bool(hint.on_host[v]), int(round(hint.start[v])),
+                     int(round(hint.finish[v]))) for v in names},
+    }  # fmt: skip
+
+
+def retimed_solution(
+    instance: CimInstance, names: Sequence[str], values: dict[str, float]
+) -> CimSchedule:
+    """CP-SAT's assignment and host order (by start time), re-timed by the earliest-start
+    schedule on the ORIGINAL instance: feasible by construction."""
+    on_host = {v: bool(values[f"host[{v}]"]) for v in names}
+    pos = {v: i for i, v in enumerate(names)}
+    timing = {v: (values[f"start[{v}]"], values[f"finish[{v}]"]) for v in names}
+    order = sorted((v for v in names if on_host[v]), key=lambda v: (*timing[v], pos[v]))
+    return asap_schedule(instance, on_host, order)
+
+
 def solve_cpsat(
     instance: CimInstance,
     options: SolveOptions,
@@ -99,28 +147,8 @@ def solve_cpsat(
     origin, start = best_start(instance, [("heuristic", heuristic), *starts])
     tick = time.perf_counter()
     unit = time_unit(instance)
-    r = rounded_instance(instance, unit)
-    hint = asap_schedule(r, start.on_host, start.host_order)
-    st = structure(r, 1.0)
-    names = [op.name for op in r.operators]
-    data = {
-        "names": names,
-        "t_host": [int(op.t_host) for op in r.operators],
-        "t_acc": [None if op.t_acc is None else int(op.t_acc) for op in r.operators],
-        "crossbars": [op.crossbars for op in r.operators],
-        "budget": r.crossbar_budget,
-        "edges": [(e.src, e.dst, int(e.t_transfer)) for e in r.edges],
-        "sinks": list(r.sinks),
-        "horizon": int(math.ceil(hint.makespan)),
-        "head": {v: int(math.floor(st["head"][v])) for v in names},
-        "tail": {v: int(math.floor(st["tail"][v])) for v in names},
-        "before": {v: st["before"][v] for v in names},
-        "after": {v: st["after"][v] for v in names},
-        "between": [(u, w, st["between"][u, w]) for u, w in st["bottleneck_pairs"]],
-        "use_bounds": use_bounds,
-        "hint": {v: (bool(hint.on_host[v]), int(round(hint.start[v])),
-                     int(round(hint.finish[v]))) for v in names},
-    }
+    data = interval_data(instance, start, unit, use_bounds=use_bounds)
+    names = data["names"]
     prepare = time.perf_counter() - tick
     model = CpSatModel(build_interval_model, data, binaries=len(names))
     # Half the gap for CP-SAT: room for the re-timing's rounding.
@@ -145,12 +173,7 @@ def solve_cpsat(
         schedule = start
         message = f"{words}; {origin} schedule reported (CP-SAT had no solution)"
     else:
-        values = model.solution
-        on_host = {v: bool(values[f"host[{v}]"]) for v in names}
-        pos = {v: i for i, v in enumerate(names)}
-        timing = {v: (values[f"start[{v}]"], values[f"finish[{v}]"]) for v in names}
-        order = sorted((v for v in names if on_host[v]), key=lambda v: (*timing[v], pos[v]))
-        schedule = asap_schedule(instance, on_host, order)  # re-timed on the original data
+        schedule = retimed_solution(instance, names, model.solution)
         if schedule.makespan > start.makespan:  # rounding made it worse: keep the better
             schedule = start
         message = "" if cpsat_status == "OPTIMAL" else words

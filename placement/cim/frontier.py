@@ -35,7 +35,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 import numpy as np
@@ -152,7 +152,9 @@ def block_instance(
     placement moves it there (:meth:`Frontier.record` moves it back if one does)."""
     members = set(block.operators)
     huge = 1.0 + 10.0 * (instance.cpu_only_latency + instance.transfer_total)
-    ops = [instance.by_name[v] for v in block.operators]
+    # blocks are solved for latency only: their operators leave the energies behind
+    ops = [replace(instance.by_name[v], e_host=None, e_mvm=None, e_internal=None)
+           for v in block.operators]  # fmt: skip
     ends = {}
     for name, cut, device in ((ENTRY, block.entry, entry_on), (EXIT, block.exit, exit_on)):
         if cut is None:

@@ -8,6 +8,11 @@ crossbar count ``N_crossbar,v``; per data edge the transfer latency
 ONNX, profiling or hardware files, so models, solvers, verifiers and oracles
 can be tested on hand-made instances. All times are in seconds.
 
+Energies (the model of :mod:`placement.devices.cim_energy`, not the paper's), all in
+joules, present together or not at all (:attr:`CimInstance.has_energy`): per operator
+``e_host`` (E5) and, for CIM-capable ones, ``e_mvm`` (E1) and ``e_internal`` (E2); per
+edge ``e_transfer`` (E3); the accelerator's static power ``p_static`` (E4, watts).
+
 :func:`cim_instance` is where the three sources of numbers meet (:func:`build_instance`,
 the public ``cim.build_instance``, takes them from a profile and a hardware description):
 host latencies (``T_host,v``: measured by ONNX Runtime, or estimated by the analytical host model
@@ -27,12 +32,19 @@ from typing import Any
 import networkx as nx
 
 from placement.devices.cim import accelerator_latency, crossbars_needed, transfer_latency
+from placement.devices.cim_energy import (
+    accelerator_energy,
+    host_energy,
+    static_power,
+    transfer_energy,
+)
 from placement.devices.host import host_latencies as modelled_host_latencies
 from placement.errors import PlacementError
 from placement.graph import OpGraph
 from placement.hardware.base import HostSpec
 from placement.hardware.cim import CimSpec, Hardware
 from placement.models.cim_makespan.structure import bits_of, reachability
+from placement.profiling.rapl import measured_power
 
 
 @dataclass(frozen=True)
@@ -42,10 +54,20 @@ class CimOperator:
     t_acc: float | None = None  # None: not supported by the accelerator (v not in V_acc)
     crossbars: int = 0  # N_crossbar,v (Eq. 1); 0 for unsupported operators
     op_type: str = ""
+    e_host: float | None = None  # J on the host (E5); None: no energy model
+    e_mvm: float | None = None  # J of its crossbar reads on the accelerator (E1)
+    e_internal: float | None = None  # J of its loads and stores on the internal bus (E2)
 
     @property
     def supported(self) -> bool:
         return self.t_acc is not None
+
+    @property
+    def e_acc(self) -> float | None:
+        """J on the accelerator (E1 + E2); None when unsupported or without energies."""
+        if self.e_mvm is None or self.e_internal is None:
+            return None
+        return self.e_mvm + self.e_internal
 
 
 @dataclass(frozen=True)
@@ -53,6 +75,7 @@ class CimEdge:
     src: str
     dst: str
     t_transfer: float  # paid only when src and dst are on different devices (Eq. 4, 8)
+    e_transfer: float | None = None  # J, paid with the transfer (E3); None: no energy model
 
 
 @dataclass(frozen=True)
@@ -60,6 +83,7 @@ class CimInstance:
     operators: tuple[CimOperator, ...]
     edges: tuple[CimEdge, ...]
     crossbar_budget: int  # C (Eq. 14)
+    p_static: float | None = None  # W drawn by the accelerator over the makespan (E4)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "operators", tuple(self.operators))
@@ -72,8 +96,9 @@ class CimInstance:
         operators: Iterable[CimOperator],
         edges: Iterable[CimEdge],
         crossbar_budget: int,
+        p_static: float | None = None,
     ) -> CimInstance:
-        return cls(tuple(operators), tuple(edges), crossbar_budget)
+        return cls(tuple(operators), tuple(edges), crossbar_budget, p_static)
 
     def _validate(self) -> None:
         if not self.operators:
@@ -108,10 +133,35 @@ class CimInstance:
                 raise PlacementError(f"edge {e.src!r} -> {e.dst!r} appears more than once")
             seen_edges.add((e.src, e.dst))
             _check_time(e.t_transfer, f"edge {e.src!r} -> {e.dst!r}: transfer latency")
+        self._validate_energy()
         if not nx.is_directed_acyclic_graph(self.graph):
             cycle = nx.find_cycle(self.graph)
             path = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
             raise PlacementError(f"the operator graph has a cycle: {path}")
+
+    def _validate_energy(self) -> None:
+        """Energies are all present (and non-negative) or all absent."""
+        given: list[tuple[str, float | None]] = [("static power", self.p_static)]
+        for op in self.operators:
+            given.append((f"operator {op.name!r}: host energy", op.e_host))
+            if op.supported:
+                given.append((f"operator {op.name!r}: crossbar energy", op.e_mvm))
+                given.append((f"operator {op.name!r}: internal-bus energy", op.e_internal))
+        given += [(f"edge {e.src!r} -> {e.dst!r}: transfer energy", e.e_transfer)
+                  for e in self.edges]  # fmt: skip
+        missing = [what for what, value in given if value is None]
+        if missing and len(missing) < len(given):
+            raise PlacementError(
+                f"{missing[0]} is missing: energies are given for everything or for nothing"
+            )
+        for what, value in given:
+            if value is not None:
+                _check_energy(value, what)
+
+    @property
+    def has_energy(self) -> bool:
+        """True when the instance carries the energy model's numbers."""
+        return self.p_static is not None
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -160,6 +210,11 @@ class CimInstance:
     def transfer_total(self) -> float:
         """Every transfer latency added up (seconds)."""
         return math.fsum(e.t_transfer for e in self.edges)
+
+
+def _check_energy(value: float, what: str) -> None:
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise PlacementError(f"{what} must be a finite non-negative number, got {value!r}")
 
 
 def _check_time(value: float, what: str) -> None:
@@ -229,12 +284,18 @@ def cim_instance(
     profiled: Mapping[str, float] | None,
     spec: CimSpec,
     host: HostSpec | None = None,
+    *,
+    host_power: float | None = None,
 ) -> CimInstance:
     """Build the ILP's data. Raises if the budget cannot hold any CIM-capable operator.
 
     ``T_host,v`` comes from ``profiled`` (measured latencies per operator), unless
     ``host`` (the hardware's host) says ``latency = "model"``: then from the analytical
     host model, and ``profiled`` is not used (it may be None).
+
+    Energies (:mod:`placement.devices.cim_energy`) when ``spec`` has the energy model's
+    constants and a host power is known: ``host_power`` (watts, e.g. measured with RAPL
+    while profiling), else the host's ``active_power_w``.
     """
     if host is not None and host.modelled:
         assert host.model is not None  # HostSpec parsing guarantees it
@@ -246,20 +307,32 @@ def cim_instance(
         )
     else:
         t_host = host_latencies_for(graph, profiled)
+    power = host_power if host_power is not None else (host.active_power if host else None)
+    energy = spec.energy if power is not None else None
     operators = []
     for name, op in graph.operators.items():
+        e_host = None if energy is None else host_energy(t_host[name], power)
         if op.cim is None:
-            operators.append(CimOperator(name, t_host[name], None, 0, op.op_type))
+            operators.append(CimOperator(name, t_host[name], None, 0, op.op_type, e_host))
             continue
         t_acc = accelerator_latency(op.cim.n_mvm, op.n_in, op.n_out, spec).total
         xbars = crossbars_needed(op.cim.rows, op.cim.cols, spec)
-        operators.append(CimOperator(name, t_host[name], t_acc, xbars, op.op_type))
+        e_acc = None if energy is None else accelerator_energy(
+            op.cim.rows, op.cim.cols, op.cim.groups, op.cim.n_mvm, op.n_in, op.n_out, spec,
+            energy)  # fmt: skip
+        operators.append(CimOperator(
+            name, t_host[name], t_acc, xbars, op.op_type, e_host,
+            None if e_acc is None else e_acc.mvm, None if e_acc is None else e_acc.internal,
+        ))  # fmt: skip
     _check_budget(graph, operators, spec)
     edges = [
-        CimEdge(src, dst, transfer_latency(graph.operators[src].n_out, spec))
+        CimEdge(src, dst, transfer_latency(graph.operators[src].n_out, spec),
+                None if energy is None else transfer_energy(graph.operators[src].n_out, spec,
+                                                            energy))
         for src, dst, _tensors in graph.edges
-    ]
-    return CimInstance.build(operators, edges, spec.crossbars)
+    ]  # fmt: skip
+    p_static = None if energy is None else static_power(spec, energy)
+    return CimInstance.build(operators, edges, spec.crossbars, p_static)
 
 
 def build_instance(graph: OpGraph, profile: Any, hardware: Hardware | CimSpec) -> CimInstance:
@@ -268,7 +341,8 @@ def build_instance(graph: OpGraph, profile: Any, hardware: Hardware | CimSpec) -
 
     Hardware whose host sets ``latency = "model"`` (e.g. preset ``arm-a72-model``) takes
     the host latencies from the analytical host model, an estimate; ``profile`` may then
-    be None and is not used."""
+    be None and is not used. Energies come with hardware that has the energy model's
+    constants; the host's power is the profile's RAPL measurement where it has one."""
     latencies: Mapping[str, float] | None
     host = hardware.host if isinstance(hardware, Hardware) else None
     if profile is None or (host is not None and host.modelled):
@@ -283,7 +357,11 @@ def build_instance(graph: OpGraph, profile: Any, hardware: Hardware | CimSpec) -
         profile.check_matches(graph.sha256, graph.path)
         latencies = profile.latencies
     spec = hardware.cim if isinstance(hardware, Hardware) else hardware
-    return cim_instance(graph, latencies, spec, host=host)
+    measured = None
+    if latencies is not None and hasattr(profile, "metadata"):
+        measured = measured_power(profile.metadata)  # RAPL, where it was measured
+    return cim_instance(graph, latencies, spec, host=host,
+                        host_power=None if measured is None else measured[0])  # fmt: skip
 
 
 def _check_budget(graph: OpGraph, operators: list[CimOperator], spec: CimSpec) -> None:

@@ -11,13 +11,15 @@ from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from placement.cim.energy import energy_source, placement_energy
 from placement.cim.pipeline import CimPlacement
+from placement.cim.stream import minimum_period
 from placement.graph import OpGraph
 from placement.hardware.cim import Hardware
 from placement.hardware.hostcheck import HostLatencySource, host_latency_source
 from placement.solvers.base import SolveResult, SolveStatus
 from placement.tables import text_table
-from placement.units import fmt_gap, time_scale
+from placement.units import fmt_energy, fmt_gap, fmt_rate, time_scale
 
 
 def format_seconds(t: float) -> str:
@@ -101,15 +103,80 @@ def summary_lines(
             f" {hw.host.name}, the host of '{hw.name}')"
         )
     lines.append(f"CPU-only latency: {format_seconds(placement.cpu_only)}{est}")
+    objective = getattr(placement, "objective", None)
+    what = "optimized makespan" if objective is None else "single-frame latency (makespan)"
     lines.append(
-        f"optimized makespan: {format_seconds(sched.makespan)}"
+        f"{what}: {format_seconds(sched.makespan)}"
         f"  (speed-up {placement.speedup:.2f}x over CPU-only on {hw.name}"
         + (", estimate)" if source.estimate else ")")
     )
+    lines += measure_lines(placement, hw, profile_meta)
     if details:
         lines.append("")
         lines += operator_table(placement, graph, estimate=source.estimate)
     return lines
+
+
+def measure_lines(
+    placement: CimPlacement, hw: Hardware, profile_meta: Mapping[str, Any] | None = None
+) -> list[str]:
+    """The placement's energy beside its latency, part by part with what is measured,
+    modelled or estimated, and the frame rate of a pipelined stream beside one frame at a
+    time (:mod:`placement.cim.energy`, :mod:`placement.cim.stream`)."""
+    inst, sched = placement.instance, placement.schedule
+    if sched is None:
+        return []
+    lines = []
+    objective = getattr(placement, "objective", None)
+    if objective is not None:
+        stages = ", ".join(f"{s.axis} {s.status.value} (gap {fmt_gap(s.gap)})"
+                           for s in placement.stages)  # fmt: skip
+        lines.append(f"objective: {objective.describe()}; {stages}")
+    energy = placement_energy(inst, sched.on_host, sched.makespan)
+    source = energy_source(hw, profile_meta)
+    if energy is not None and source is not None:
+        cpu = placement_energy(inst, {op.name: True for op in inst.operators}, placement.cpu_only)
+        assert cpu is not None
+        lines += [
+            f"energy per inference: {fmt_energy(energy.total)} (CPU-only {fmt_energy(cpu.total)}):"
+            f" host {fmt_energy(energy.host)}, CIM {fmt_energy(energy.accelerator)}",
+            f"  host: {source.host}",
+            f"  CIM: modelled, published component energies: crossbars"
+            f" {fmt_energy(energy.crossbars)}, internal bus {fmt_energy(energy.internal)},"
+            f" shared bus {fmt_energy(energy.bus)}, static {fmt_energy(energy.static)}",
+        ]
+    else:
+        lines.append("energy: not modelled (the hardware has no [cim] energy constants or no"
+                     " host power)")  # fmt: skip
+    period, busiest = minimum_period(inst, sched.on_host)
+    if period > 0:
+        lines.append(
+            f"pipelined stream: {fmt_rate(1.0 / period)} frames/s (period"
+            f" {format_seconds(period)}, set by {busiest}); one frame at a time"
+            f" {fmt_rate(1.0 / sched.makespan)} frames/s"
+        )
+    return lines
+
+
+def measures_document(
+    placement: CimPlacement, hw: Hardware, profile_meta: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``energy`` and ``stream`` sections of a result document (None without a
+    placement, or ``energy`` None without an energy model)."""
+    inst, sched = placement.instance, placement.schedule
+    if sched is None:
+        return {"energy": None, "stream": None}
+    energy = placement_energy(inst, sched.on_host, sched.makespan)
+    source = energy_source(hw, profile_meta)
+    doc: dict[str, Any] = {"energy": None}
+    if energy is not None and source is not None:
+        cpu = placement_energy(inst, {op.name: True for op in inst.operators}, placement.cpu_only)
+        assert cpu is not None
+        doc["energy"] = energy.to_json() | {"cpu_only_j": cpu.total, "source": source.to_json()}
+    period, busiest = minimum_period(inst, sched.on_host)
+    doc["stream"] = {"period_s": period, "frames_per_s": 1.0 / period if period > 0 else None,
+                     "bottleneck": busiest, "single_frame_latency_s": sched.makespan}  # fmt: skip
+    return doc
 
 
 def operator_table(placement: CimPlacement, graph: OpGraph, estimate: bool = False) -> list[str]:
@@ -145,7 +212,7 @@ def result_document(
     """The full result (``--json``): placement, schedule, model, hardware, the profile's
     metadata (None with modelled host latencies) and the ``host`` section saying where
     the host latencies came from (:class:`~placement.hardware.hostcheck.HostLatencySource`)."""
-    doc = placement.to_json()
+    doc = placement.to_json() | measures_document(placement, hw, profile_meta)
     doc["model"] = {"path": graph.path, "sha256": graph.sha256, "operators": len(graph.operators)}
     doc["hardware"] = hw.to_json()
     doc["host_profile"] = profile_meta

@@ -9,6 +9,11 @@ bug (HiGHS has had presolve bugs on big-M models) shows up as a violation.
 Tolerance: ``a >= b`` passes when ``a >= b - (tol * scale + 1e-12)``, where
 ``scale`` is the schedule's latest finish (seconds): a relative tolerance plus a
 picosecond for all-zero instances.
+
+Energy: on an instance with the energy model, the energy of the schedule is recomputed
+from the instance's per-operator and per-edge energies and its static power
+(``recomputed_energy``, joules), and a claimed energy must match it within ``tol``
+(relative).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ class CimVerification:
     ok: bool
     violations: list[str] = field(default_factory=list)
     recomputed_makespan: float = math.nan  # NaN when the assignment is unusable
+    recomputed_energy: float = math.nan  # J; NaN without an energy model
 
     def raise_if_failed(self) -> None:
         if not self.ok:
@@ -36,11 +42,14 @@ class CimVerification:
 
     def to_json(self) -> dict[str, Any]:
         rec = self.recomputed_makespan
-        return {
+        doc = {
             "ok": self.ok,
             "violations": list(self.violations),
             "recomputed_makespan": None if math.isnan(rec) else rec,
         }
+        if not math.isnan(self.recomputed_energy):
+            doc["recomputed_energy"] = self.recomputed_energy
+        return doc
 
 
 def verify_cim(
@@ -48,9 +57,13 @@ def verify_cim(
     schedule: CimSchedule,
     *,
     claimed: float | None = None,
+    claimed_energy: float | None = None,
     tol: float = 1e-6,
 ) -> CimVerification:
-    """Check ``schedule`` against ``instance``; every problem becomes one readable violation."""
+    """Check ``schedule`` against ``instance``; every problem becomes one readable violation.
+
+    ``claimed``: the makespan a solver reported; ``claimed_energy``: the energy (joules) it
+    reported, checked against the energy recomputed here."""
     bad: list[str] = []
     ops = instance.by_name
     names = [op.name for op in instance.operators]
@@ -167,5 +180,29 @@ def verify_cim(
                 f"recomputed makespan {recomputed:.9g} s (earliest start, same assignment and"
                 f" host order) exceeds the claimed {claim:.9g} s"
             )
-    return CimVerification(ok=not bad, violations=bad, recomputed_makespan=recomputed)
+    energy = math.nan
+    if instance.has_energy:
+        energy = _energy(instance, on_host, finish[last])
+        if claimed_energy is not None and not (
+            abs(claimed_energy - energy) <= tol * max(abs(energy), 1e-30) + 1e-18
+        ):
+            bad.append(
+                f"claimed energy {claimed_energy:.9g} J differs from the recomputed"
+                f" {energy:.9g} J (same assignment, makespan {finish[last]:.9g} s)"
+            )
+    return CimVerification(ok=not bad, violations=bad, recomputed_makespan=recomputed,
+                           recomputed_energy=energy)  # fmt: skip
+
+
+def _energy(instance: CimInstance, on_host: dict[str, bool], makespan: float) -> float:
+    """Joules: host operators' E5, CIM operators' E1 + E2, E3 on edges between devices and
+    the static power over ``makespan`` (placement.devices.cim_energy)."""
+    terms = [(instance.p_static or 0.0) * makespan]
+    for op in instance.operators:
+        if on_host[op.name]:
+            terms.append(op.e_host or 0.0)
+        else:
+            terms += [op.e_mvm or 0.0, op.e_internal or 0.0]
+    terms += [e.e_transfer or 0.0 for e in instance.edges if on_host[e.src] != on_host[e.dst]]
+    return math.fsum(terms)
 

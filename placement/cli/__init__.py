@@ -19,7 +19,8 @@ from typing import Any
 
 #: Subcommands in the order ``placement --help`` lists them (modules of this package).
 COMMAND_MODULES = (
-    "solve", "profile", "calibrate", "nests", "presets", "sweep", "bench", "export", "report",
+    "solve", "profile", "calibrate", "nests", "presets", "sweep", "pareto", "bench", "export",
+    "report",
 )  # fmt: skip
 EXIT_INTERRUPTED = 130  # Ctrl-C (the other exit codes: placement.cli.common)
 

@@ -50,7 +50,8 @@ PIM_SOLVERS = MIP_BACKENDS  # PIM models are MIPs; "auto" is HiGHS
 # Options that only mean something for one target (defaults are applied by the handler,
 # so that their use with the other target can be detected and refused).
 CIM_ONLY = ("hardware", "crossbars", "t_mvm_ns", "bus_gbps", "internal_gbps", "elem_bytes",
-            "crossbar_size", "workers", "scheduler", "scheduler_timeout")  # fmt: skip
+            "crossbar_size", "workers", "scheduler", "scheduler_timeout", "objective",
+            "max_latency_ms", "max_energy_mj", "min_fps")  # fmt: skip
 PIM_ONLY = ("pim_hardware", "pim_cores", "pim_times", "counters", "counters_source", "copy",
             "granularity", "allow_estimates", "host_times", "cache",
             "compare_granularities")  # fmt: skip
@@ -73,6 +74,7 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         "--target", choices=["cim", "pim"], default="cim", help="accelerator kind (default: cim)"
     )
     cim_hardware_options(solve)
+    objective_options(solve.add_argument_group("objective (CIM; default: minimum latency)"))
     pim_solve_options(solve.add_argument_group("PIM target (--target pim)"))
     prof = solve.add_argument_group("host latencies")
     prof.add_argument(
@@ -148,6 +150,43 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
     out.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
+def objective_options(group: argparse._ActionsContainer) -> None:
+    """What a CIM solve minimizes and bounds (no defaults here: see the module docstring)."""
+    group.add_argument(
+        "--objective", choices=["latency", "energy", "throughput", "crossbars"],
+        help="minimize the single-frame latency (default, the paper's), the energy per"
+        " inference (the hardware's energy model), the period of a pipelined frame stream"
+        " (maximum frames/s) or the crossbars used",
+    )  # fmt: skip
+    group.add_argument("--max-latency-ms", type=float, metavar="MS",
+                       help="bound the single-frame latency")  # fmt: skip
+    group.add_argument("--max-energy-mj", type=float, metavar="MJ",
+                       help="bound the energy per inference")  # fmt: skip
+    group.add_argument("--min-fps", type=float, metavar="FPS",
+                       help="bound the pipelined stream's frame rate from below")  # fmt: skip
+
+
+def objective_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~placement.cim.objectives.Objective` of the flags (checked)."""
+    from placement.cim.objectives import Objective
+
+    bounds = []
+    for flag, axis, to_si in (("max_latency_ms", "latency", lambda v: v * 1e-3),
+                              ("max_energy_mj", "energy", lambda v: v * 1e-3),
+                              ("min_fps", "period", lambda v: 1.0 / v)):  # fmt: skip
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        if not (value > 0 and value < float("inf")):
+            raise PlacementError(f"--{flag.replace('_', '-')} must be a positive number, got"
+                                 f" {value}")  # fmt: skip
+        bounds.append((axis, to_si(value)))
+    minimize = args.objective or "latency"
+    # the other axes break ties: a placement no worse on latency, then energy
+    then = tuple(a for a in ("latency", "energy") if a != minimize and minimize != "latency")
+    return Objective(minimize, bounds=tuple(bounds), then=then[:1])
+
+
 def pim_solve_options(group: argparse._ActionsContainer) -> None:
     """The options of ``--target pim`` (no defaults here: see the module docstring)."""
     group.add_argument(
@@ -221,14 +260,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def solve_cim(args: argparse.Namespace) -> int:
+    from placement.cim.energy import host_power
     from placement.cim.instance import cim_instance
+    from placement.cim.objectives import solve as objective_solve
     from placement.cim.output import host_source, result_document, summary_lines
     from placement.cim.pipeline import (
         block_choices,
         plan_method,
         resolve_formulation,
         resolve_solver,
-        solve,
         unavailable_reason,
     )
     from placement.graph import load_graph
@@ -254,32 +294,49 @@ def solve_cim(args: argparse.Namespace) -> int:
         f"model: {graph.path} ({len(graph.operators)} operators, {n_cim} CIM-capable,"
         f" {len(graph.edges)} data edges)",
     )
+    objective = objective_from_args(args)
+    if not objective.latency_only and (args.method == "decomposition" or args.workers
+                                       or args.scheduler):
+        raise PlacementError("--method decomposition, --workers and --scheduler solve the"
+                             " latency objective only; other objectives and bounds are solved"
+                             " whole")  # fmt: skip
     profile, meta = host_profile(args, graph)
     hw = cim_hardware(args, meta.get("machine") if meta else None, meta)
-    instance = cim_instance(graph, profile.latencies if profile else None, hw.cim, host=hw.host)
-    plan = plan_method(instance, args.method, time_limit=args.time_limit)
+    instance = cim_instance(graph, profile.latencies if profile else None, hw.cim, host=hw.host,
+                            host_power=host_power(hw, meta))  # fmt: skip
+    if "energy" in objective.axes and not instance.has_energy:
+        raise PlacementError(f"hardware '{hw.name}' has no energy model: its [cim] energy"
+                             " constants or [host] active_power_w are missing")  # fmt: skip
     formulation = resolve_formulation(instance, args.formulation)
     solver = resolve_solver(formulation, args.solver, args.warm_start)
-    whole = f"{solver} ({formulation} formulation)"
-    block_formulation, block_solver = block_choices(args.formulation, args.solver)
-    blocks = f"decomposition at cut operators, each block with {block_solver} ({block_formulation})"
-    how = {"monolithic": whole, "decomposition": blocks,
-           "decomposition+monolithic": f"{blocks}, then the whole model with {whole}"}[plan.method]
-    info(args, f"method: {plan.method} ({plan.why})")
+    how = f"{solver} ({formulation} formulation)"
+    needed: tuple[str, ...] = (solver,)
+    if objective.latency_only:  # other objectives are solved whole
+        plan = plan_method(instance, args.method, time_limit=args.time_limit)
+        block_formulation, block_solver = block_choices(args.formulation, args.solver)
+        blocks = (f"decomposition at cut operators, each block with {block_solver}"
+                  f" ({block_formulation})")  # fmt: skip
+        then = f"{blocks}, then the whole model with {how}"
+        how = {"monolithic": how, "decomposition": blocks,
+               "decomposition+monolithic": then}[plan.method]  # fmt: skip
+        needed = {"monolithic": (solver,), "decomposition": (block_solver,)}.get(
+            plan.method, (solver, block_solver))  # fmt: skip
+        info(args, f"method: {plan.method} ({plan.why})")
+    goal = "" if objective.latency_only else f"{objective.describe()}, "
     info(
         args,
-        f"parallel operator pairs: {len(instance.parallel_pairs)}; solving by {how},"
+        f"parallel operator pairs: {len(instance.parallel_pairs)}; solving {goal}by {how},"
         f" time limit {args.time_limit:g} s, relative gap {args.gap:g} ...",
     )
-    for name in {"monolithic": (solver,), "decomposition": (block_solver,)}.get(
-            plan.method, (solver, block_solver)):  # fmt: skip
+    for name in needed:
         reason = unavailable_reason(name) if name != "highs" else None
         if reason is not None:
             raise PlacementError(f"solver {name} is not available: {reason}")
     with solve_progress(args) as monitor:
         lines = monitor.line if monitor is not None else (lambda line: info(args, line))
-        placement = solve(
+        placement = objective_solve(
             instance,
+            objective=objective,
             formulation=args.formulation,
             solver=args.solver,
             time_limit=args.time_limit,
@@ -294,6 +351,9 @@ def solve_cim(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
             scheduler_timeout=args.scheduler_timeout or 10.0,
         )
+    if placement.result.status == SolveStatus.INFEASIBLE:
+        raise PlacementError(f"no placement meets the bounds ({objective.describe()}):"
+                             " proven infeasible; relax a bound")  # fmt: skip
     for line in for_terminal(summary_lines(placement, graph, hw, args.details, meta)):
         print(line)
     if args.json:

@@ -12,7 +12,9 @@ latencies ``T_host,v`` come from: ``latency = "measured"`` (the default: an ONNX
 Runtime profile) or ``latency = "model"`` (the analytical roofline host model of
 :mod:`placement.devices.host`, an estimate; no profiling). The model's constants
 (:data:`HOST_MODEL_KEYS`) are optional as a group: all of them or none, and
-``latency = "model"`` needs them.
+``latency = "model"`` needs them. ``active_power_w`` (CIM hardware, optional) is the power
+the host core draws above idle while it runs an operator: the host side of the energy
+model (:mod:`placement.devices.cim_energy`), an estimate times the host latencies.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ class HostSpec:
     arch: str  # "x86_64" or "aarch64": where host latencies should have been measured
     latency: str = "measured"  # where T_host,v comes from: HOST_LATENCY_SOURCES
     model: HostModelSpec | None = None  # the host model's constants, when the file has them
+    # W the host core draws above idle while it runs an operator (energy model; CIM only)
+    active_power: float | None = None
 
     @property
     def modelled(self) -> bool:
@@ -93,15 +97,25 @@ class HostSpec:
             doc["latency"] = self.latency
         if self.model is not None:
             doc |= self.model.to_file_units()
+        if self.active_power is not None:
+            doc[HOST_POWER_KEY] = float(f"{self.active_power:.12g}")
         return doc
 
     def identity(self) -> dict[str, Any]:
-        """What of the host changes results: with measured latencies only the name and
-        architecture (the host model's constants are then unused), else everything."""
-        return self.to_json() if self.modelled else {"name": self.name, "arch": self.arch}
+        """What of the host changes results: with measured latencies the name, the
+        architecture and the active power (the host model's constants are then unused),
+        else everything."""
+        if self.modelled:
+            return self.to_json()
+        doc: dict[str, Any] = {"name": self.name, "arch": self.arch}
+        if self.active_power is not None:
+            doc[HOST_POWER_KEY] = self.to_json()[HOST_POWER_KEY]
+        return doc
 
 
 _HOST_KEYS = ("name", "arch")
+#: The ``[host]`` key of the host's active power (W), the host side of the energy model.
+HOST_POWER_KEY = "active_power_w"
 
 
 #: Preset files named ``pim-*.toml`` describe CPU + PIM machines (``placement.hardware.pim``).
@@ -189,8 +203,12 @@ def parse_hardware_tables(
 def host_spec_from_table(table: dict[str, Any], source: str, device: str = "cim") -> HostSpec:
     """A validated :class:`HostSpec` from a ``[host]`` table in file units; ``device``:
     the kind of machine (only ``cim`` machines may model their host latencies)."""
-    allowed = {*_HOST_KEYS, "latency", *HOST_MODEL_KEYS}
+    allowed = {*_HOST_KEYS, "latency", *HOST_MODEL_KEYS, HOST_POWER_KEY}
     reject_unknown_keys(table, allowed, source, "host.")
+    if HOST_POWER_KEY in table and device != "cim":
+        raise PlacementError(
+            f"{source}: 'host.{HOST_POWER_KEY}' is for CIM hardware (its energy model)"
+        )
     for key in _HOST_KEYS:
         if not isinstance(table.get(key), str) or not table[key]:
             raise PlacementError(f"{source}: missing or empty key 'host.{key}'")
@@ -228,7 +246,12 @@ def host_spec_from_table(table: dict[str, Any], source: str, device: str = "cim"
                 )
             fields[field] = float(value) * scale
         model = HostModelSpec(**fields)
-    return HostSpec(name=table["name"], arch=table["arch"], latency=latency, model=model)
+    power = None
+    if HOST_POWER_KEY in table:
+        check_file_value(table[HOST_POWER_KEY], f"host.{HOST_POWER_KEY}", False, source)
+        power = float(table[HOST_POWER_KEY])
+    return HostSpec(name=table["name"], arch=table["arch"], latency=latency, model=model,
+                    active_power=power)  # fmt: skip
 
 
 def reject_unknown_keys(table: dict[str, Any], allowed: set[str], source: str, prefix: str) -> None:
@@ -303,16 +326,20 @@ def description_builder(
     return build
 
 
-def check_file_value(value: Any, key: str, integral: bool, where: str, shown: Any = None) -> None:
-    """A positive finite number, whole where required; ``key`` as in the file (``cim.x``).
+def check_file_value(
+    value: Any, key: str, integral: bool, where: str, shown: Any = None, allow_zero: bool = False
+) -> None:
+    """A positive finite number (or zero, with ``allow_zero``), whole where required;
+    ``key`` as in the file (``cim.x``).
 
     ``shown`` is the value in file units for the message when ``value`` is not.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise PlacementError(f"{where}: '{key}' must be a number, got {value!r}")
     shown = value if shown is None else shown
-    if not math.isfinite(value) or value <= 0:
-        raise PlacementError(f"{where}: '{key}' must be positive, got {shown!r}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        what = "non-negative" if allow_zero else "positive"
+        raise PlacementError(f"{where}: '{key}' must be {what}, got {shown!r}")
     if integral and value != int(value):
         raise PlacementError(f"{where}: '{key}' must be a whole number, got {shown!r}")
 

@@ -31,7 +31,8 @@ ID_COLUMNS = ("point_id", "target", "model", "hardware")
 RESULT_COLUMNS = (
     "status", "objective_s", "cpu_only_s", "speedup", "n_operators", "n_nests",
     "n_offloaded", "crossbars_used", "host_busy_s", "accel_busy_s", "gap", "solve_seconds",
-    "verified", "message", "host_latencies", "host_mismatch", "memory", "copy",
+    "verified", "message", "host_latencies", "host_mismatch", "memory", "copy", "energy_j",
+    "energy_source", "frames_per_s",
 )  # fmt: skip
 _FIXED_COLUMNS = frozenset((*ID_COLUMNS, *RESULT_COLUMNS))
 

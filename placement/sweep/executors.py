@@ -26,8 +26,11 @@ def execute(
     *,
     workers: int = 1,
     client: Any = None,
+    run: Callable[[Any], PointOutcome] = solve_point,
 ) -> None:
-    """Run :func:`solve_point` on every task, calling ``on_result`` as each finishes.
+    """Run :func:`solve_point` (or ``run``: a module-level function, so that worker
+    processes and Dask can import it, taking tasks with a ``point.point_id``) on every
+    task, calling ``on_result`` as each finishes.
 
     ``client``: a ``distributed.Client`` (Dask); else ``workers`` local processes
     (``ProcessPoolExecutor``), or this process when ``workers`` is 1. At most a few
@@ -36,22 +39,23 @@ def execute(
     package is missing on a Dask worker); the points finished before are kept.
     """
     if client is not None:
-        _execute_dask(tasks, on_result, client)
+        _execute_dask(tasks, on_result, client, run)
     elif workers <= 1:
         for task in tasks:
-            on_result(solve_point(task))
+            on_result(run(task))
     else:
-        _execute_processes(tasks, on_result, workers)
+        _execute_processes(tasks, on_result, workers, run)
 
 
 def _execute_processes(
-    tasks: Iterable[PointTask], on_result: Callable[[PointOutcome], None], workers: int
+    tasks: Iterable[PointTask], on_result: Callable[[PointOutcome], None], workers: int,
+    run: Callable[[Any], PointOutcome],
 ) -> None:
     pending: dict[Any, Point] = {}
     it = iter(tasks)
     with process_pool(workers) as pool:
         for task in itertools.islice(it, 2 * workers):
-            pending[pool.submit(solve_point, task)] = task.point
+            pending[pool.submit(run, task)] = task.point
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
@@ -65,11 +69,12 @@ def _execute_processes(
                 on_result(outcome)
                 nxt = next(it, None)
                 if nxt is not None:
-                    pending[pool.submit(solve_point, nxt)] = nxt.point
+                    pending[pool.submit(run, nxt)] = nxt.point
 
 
 def _execute_dask(
-    tasks: Iterable[PointTask], on_result: Callable[[PointOutcome], None], client: Any
+    tasks: Iterable[PointTask], on_result: Callable[[PointOutcome], None], client: Any,
+    run: Callable[[Any], PointOutcome],
 ) -> None:
     from distributed import as_completed
 
@@ -79,7 +84,7 @@ def _execute_dask(
     outstanding: dict[str, Any] = {}
 
     def submit(task: PointTask) -> Any:
-        fut = client.submit(solve_point, task, pure=False)
+        fut = client.submit(run, task, pure=False)
         points[fut.key] = task.point
         outstanding[fut.key] = fut
         return fut

@@ -178,6 +178,7 @@ def build_task(
         "host": model.host_source(hw).to_json(),
     }
     adapter = get_target(point.target)
+    context["energy_source"] = adapter.energy_source(hw, model.profile)
     try:
         instance = adapter.build_instance(model.graph, model.profile, hw)
     except PlacementError as exc:
@@ -195,6 +196,8 @@ def solve_point(task: PointTask) -> PointOutcome:
     if isinstance(host, dict):  # where the host latencies came from (hostcheck)
         row["host_latencies"] = str(host.get("label", "")).removeprefix("host latencies ")
         row["host_mismatch"] = bool(host.get("mismatch"))
+    if task.context.get("energy_source"):
+        row["energy_source"] = task.context["energy_source"]
     if task.error is not None:
         return PointOutcome(row | {"status": ERROR, "message": task.error}, None)
     try:

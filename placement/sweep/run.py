@@ -86,6 +86,13 @@ memory             PIM: the hardware's memory architecture (shared, partitioned;
                    when the hardware does not state one); CIM: empty
 copy               PIM: the copy accounting of objective_s (upper_bound, exact, shared,
                    partitioned); CIM: empty
+energy_j           CIM: the placement's energy per inference (the hardware's energy model;
+                   empty without one); PIM: empty
+energy_source      which parts of energy_j are measured, modelled or estimated: "host
+                   estimated, CIM modelled" ("host measured" with a RAPL power)
+frames_per_s       CIM: frames per second of a pipelined stream of frames through the
+                   placement (1 / the busiest resource's load, placement.cim.stream); PIM:
+                   empty
 =================  ===========================================================================
 
 Host latencies: hardware whose host sets ``latency = "model"`` (presets ``arm-a72-model``,
@@ -431,3 +438,9 @@ def _package_version() -> str | None:
         return version("placement")
     except PackageNotFoundError:
         return None
+
+
+# The Pareto command (placement.sweep.pareto) ingests its model and prepares its profile
+# exactly as a sweep does.
+model_inputs, with_profiles, package_version = _model_inputs, _with_profiles, _package_version
+check_options = _check_options

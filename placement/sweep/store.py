@@ -221,9 +221,13 @@ class SweepStore:
             self._log.close()
             self._log = None
 
+    def row_order(self, row: Mapping[str, Any]) -> Any:
+        """The sort key of the tables' rows: the point id."""
+        return row["point_id"]
+
     def write_tables(self, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
-        """``points.csv`` and ``points.json``: ``rows`` sorted by point_id, ``columns`` only."""
-        rows = sorted(rows, key=lambda r: r["point_id"])
+        """``points.csv`` and ``points.json``: ``rows`` in :meth:`row_order`, ``columns`` only."""
+        rows = sorted(rows, key=self.row_order)
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(columns)

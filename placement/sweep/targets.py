@@ -14,10 +14,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from placement.cim.energy import energy_source, host_power, placement_energy
 from placement.cim.instance import check_latencies, cim_instance
 from placement.cim.pipeline import FORMULATION_CHOICES, SOLVERS, unavailable_reason
 from placement.cim.pipeline import solve as solve_cim
 from placement.cim.schedule import CimSchedule
+from placement.cim.stream import minimum_period
 from placement.devices.pim import speedup
 from placement.errors import PlacementError
 from placement.graph import load_graph
@@ -121,6 +123,11 @@ class Target(Protocol):
         """Whether instances on ``hw`` need the model's measured profile."""
         ...
 
+    def energy_source(self, hw: Any, profile: Any) -> str | None:
+        """Which parts of the rows' ``energy_j`` are measured, modelled or estimated
+        (None: the target or the hardware has no energy model)."""
+        ...
+
     def solve(self, instance: Any, options: SolveSettings) -> tuple[dict[str, Any], dict[str, Any]]:
         """Solve and verify one instance: the row's result values and the schedule document."""
         ...
@@ -220,11 +227,18 @@ class CimTarget:
         """A :class:`~placement.cim.instance.CimInstance` of the graph's operators, host
         latencies measured (``profile``) or, when ``hw``'s host says so, modelled."""
         latencies = profile.latencies if profile is not None else None
-        return cim_instance(graph, latencies, hw.cim, host=hw.host)
+        meta = getattr(profile, "metadata", None)
+        return cim_instance(graph, latencies, hw.cim, host=hw.host,
+                            host_power=host_power(hw, meta))  # fmt: skip
 
     def needs_profile(self, hw: Any) -> bool:
         """Whether instances on ``hw`` need a measured profile (not with modelled hosts)."""
         return not hw.host.modelled
+
+    def energy_source(self, hw: Any, profile: Any) -> str | None:
+        """"host estimated, CIM modelled" (or "host measured" with a RAPL power)."""
+        source = energy_source(hw, getattr(profile, "metadata", None))
+        return None if source is None else source.summary
 
     def solve(
         self, instance: Any, options: SolveSettings, starts: Sequence[Mapping[str, Any]] = ()
@@ -260,6 +274,10 @@ class CimTarget:
                 ),
                 "accel_busy_s": math.fsum(op.t_acc or 0.0 for op in on_cim),
             }
+            energy = placement_energy(inst, sched.on_host, sched.makespan)
+            period = minimum_period(inst, sched.on_host)[0]
+            values |= {"energy_j": None if energy is None else energy.total,
+                       "frames_per_s": finite(1.0 / period) if period > 0 else None}
         doc = placement.to_json()
         doc["model"] = {"operators": len(inst.operators)}
         return values, doc
@@ -331,6 +349,10 @@ class PimTarget:
     def needs_profile(self, hw: Any) -> bool:
         """Always: the nests and their host times come from the nest profile."""
         return True
+
+    def energy_source(self, hw: Any, profile: Any) -> str | None:
+        """None: the PIM target has no energy model."""
+        return None
 
     def solve(
         self, instance: Any, options: SolveSettings, starts: Sequence[Mapping[str, Any]] = ()

@@ -12,7 +12,7 @@ import random
 
 import networkx as nx
 import pytest
-from oracles import block_structured_instance, brute_force_makespan, random_instance
+from oracles import block_structured_instance, brute_force_makespan, random_instance, with_energy
 
 from placement.cim.decompose import decompose
 from placement.cim.frontier import (
@@ -123,6 +123,17 @@ def test_combining_exact_blocks_gives_the_brute_force_optimum(seed):
     assert done.ended == "optimal"
     assert done.schedule.makespan == pytest.approx(best, rel=1e-9)
     assert done.lower_bound == pytest.approx(best, rel=1e-9)
+    assert verify_cim(inst, done.schedule).ok
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(4))
+def test_an_instance_with_energies_decomposes_to_the_same_latency_optimum(seed):
+    """Blocks are solved for latency; the energy model of the whole does not reach them."""
+    rng = random.Random(300 + seed)
+    inst = with_energy(block_structured_instance(rng, 3, width=2, depth=2), rng)
+    done = decompose(inst, exact_block_solver, rel_gap=0.0)
+    assert done.schedule.makespan == pytest.approx(brute_force_makespan(inst)[0], rel=1e-9)
     assert verify_cim(inst, done.schedule).ok
 
 

@@ -127,7 +127,8 @@ def _args(command: str) -> tuple[str, ...]:
 CIM = f"--profile {CIM_PROFILE} --hardware arm-a72"
 WIDE = 100  # the terminal width of the solve cases with tables (placement.tables.WIDTH)
 SUBCOMMANDS = (
-    "solve", "profile", "calibrate", "nests", "presets", "sweep", "bench", "export", "report",
+    "solve", "profile", "calibrate", "nests", "presets", "sweep", "pareto", "bench", "export",
+    "report",
 )  # fmt: skip
 # 8 and 50 crossbars give different optima (the budget binds at 8, not at 50).
 CASES: tuple[Case, ...] = (

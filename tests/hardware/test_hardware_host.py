@@ -43,9 +43,10 @@ def test_json_round_trip_and_identity():
     doc = hw.host.to_json()
     assert doc["latency"] == "model" and doc["clock_ghz"] == pytest.approx(1.5)
     assert host_from_json(doc) == hw.host
-    # measured latencies do not use the model's constants: they do not define the machine
+    # measured latencies do not use the model's constants: they do not define the machine;
+    # the host's power does (the energy model)
     assert load_hardware("arm-a72").host.identity() == {
-        "name": "ARM Cortex-A72 (1 core)", "arch": "aarch64",
+        "name": "ARM Cortex-A72 (1 core)", "arch": "aarch64", "active_power_w": 0.88,
     }  # fmt: skip
     assert hw.host.identity() == doc
     # an older document: name and arch only, read as measured

@@ -48,6 +48,10 @@ share above 0.5; without that figure, a load average above 0.5 per CPU before
 measuring, which may include this process's own earlier work), one sentence is put
 in ``metadata["warnings"]``.
 
+Where the machine exposes RAPL energy counters (:mod:`placement.profiling.rapl`),
+``metadata["host_power"]`` holds the package power the measured runs added above idle:
+the measured host power of the energy model. Elsewhere (this project's VM) it is absent.
+
 Before ORT sees the model, every node gets its
 :func:`~placement.onnxfile.node_names` name, so ORT's derived kernel names start
 from the names the rest of the tool uses (this also lets ORT load models with
@@ -127,6 +131,8 @@ from placement.profiling.ort.trace import (
     per_node_times,
     split_runs,
 )
+from placement.profiling.rapl import METADATA_KEY as POWER_KEY
+from placement.profiling.rapl import EnergyMeter, PowerMeasurement
 
 # --runs auto: at most this many measured runs, and few enough that ORT's trace stays well
 # below its cap of a million events (an event per kernel and run, plus a few per run).
@@ -253,6 +259,7 @@ def measure_runs(
             "min_seconds": min_seconds,
             "round_pause_seconds": round_pause,
             **cache_metadata(flusher),
+            **({} if session.power is None else {POWER_KEY: session.power.to_json()}),
         },
         machine_load=load,
         auto=auto,
@@ -350,6 +357,7 @@ class _ProfiledSession:
         self.flusher: CacheFlusher | None = None  # cold cache: flushed before every run
         self.wall: list[float] = []
         self.sizes: list[int] = []
+        self.power: PowerMeasurement | None = None  # RAPL, where the machine has it
         self.min_seconds = 0.0  # rounds 0.1 s apart until the measured runs span this long
 
     def measure(
@@ -397,6 +405,9 @@ class _ProfiledSession:
                 self._flush()
                 run_session(session, feeds, path)
             auto: dict[str, Any] | None = None
+            meter = EnergyMeter.open()
+            if meter is not None:
+                meter.start()
             if runs == "auto":
                 limit = _auto_run_limit(len(optimized.graph.node), warmup)
                 auto = self._auto_rounds(
@@ -413,6 +424,8 @@ class _ProfiledSession:
                 self.pause = max(self.pause, SPACED_PAUSE_SECONDS)
                 while len(self.wall) < total:
                     self._round(session, feeds, RUNS_PER_ROUND, total, progress)
+            if meter is not None:
+                self.power = meter.stop(busy_seconds=math.fsum(self.wall))
             load = probe.stop()
             trace_file = session.end_profiling()
             del session  # release ORT's handles before the directory goes
@@ -582,6 +595,8 @@ def _metadata(
         "warnings": warnings,
         "attribution_rule": ATTRIBUTION_RULE_VERSION,
     }
+    if POWER_KEY in settings:  # RAPL, measured during the runs
+        metadata[POWER_KEY] = settings[POWER_KEY]
     if m.auto is not None:
         metadata["stopped"] = m.auto["stopped"]
         metadata["auto"] = m.auto
