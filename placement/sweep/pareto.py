@@ -47,7 +47,8 @@ from placement.cim.pareto import (
 )
 from placement.cim.schedule import CimSchedule
 from placement.errors import PlacementError
-from placement.sweep.executors import check_scheduler_address, connect, execute
+from placement.solvers.workers import check_scheduler_address, connect
+from placement.sweep.executors import execute
 from placement.sweep.plan import ERROR, PointOutcome, SolverOptions, hardware_identity
 from placement.sweep.run import check_options, model_inputs, package_version, with_profiles
 from placement.sweep.store import FORMAT, FORMAT_VERSION, SweepStore
