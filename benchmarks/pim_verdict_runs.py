@@ -87,7 +87,10 @@ class Run:
         self.workload, self.n, self.source, self.profile = workload, n, source, profile
         self.instance = pim_instance(profile, HW)
         self.nests = {x.id: x for x in profile.nests}
-        self.results = {r.cores: r for r in solve_for_cores(self.instance, CORES)}
+        # The paper's Eq. 8 copies, as the paper compares (the product default is the
+        # preset's memory architecture, which pim_llm_decode.py shows beside it).
+        self.results = {r.cores: r for r in solve_for_cores(self.instance, CORES,
+                                                            copy="upper_bound")}  # fmt: skip
         self.cpu_only = self.instance.cpu_only
 
     def rule(self, c: int) -> dict[str, RuleDecision]:
