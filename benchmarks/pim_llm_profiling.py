@@ -50,12 +50,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+from model_memory import machine  # the same machine line as the CIM memory benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "pim_llm"
@@ -266,14 +267,6 @@ def compare_simulations(path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- report
-
-
-def machine() -> str:
-    with open("/proc/meminfo") as fh:
-        total = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemTotal:"))
-    cpu = platform.processor() or platform.machine()
-    return (f"{platform.node()}: {os.cpu_count()} CPUs ({cpu}), {total / 1e9:.1f} GB RAM,"
-            f" Python {platform.python_version()}")  # fmt: skip
 
 
 def gb(value: float, weights: int) -> str:
