@@ -77,7 +77,7 @@ from placement.onnxfile import read_onnx
 from placement.profiling.host_profile import HostProfile
 from placement.profiling.memory import check_model_memory
 from placement.profiling.ort.measure import profile_model
-from placement.solvers.base import SolverError, SolveResult
+from placement.solvers.base import DEFAULT_REL_GAP, SolverError, SolveResult
 
 COLUMNS = (
     "network", "onnx", "hardware", "crossbars", "t_mvm_ns", "formulation", "solver", "repeat",
@@ -109,7 +109,7 @@ def run_one(
     solver: str,
     *,
     time_limit: float,
-    rel_gap: float = 1e-4,
+    rel_gap: float = DEFAULT_REL_GAP,
     threads: int | None = None,
     warm_start: bool | None = None,
 ) -> RunOutcome:
@@ -272,7 +272,7 @@ def run_bench(
     formulations: Sequence[str] = FORMULATION_NAMES,
     solvers: Sequence[str] = ("highs",),
     time_limit: float = 60.0,
-    rel_gap: float = 1e-4,
+    rel_gap: float = DEFAULT_REL_GAP,
     threads: int | None = 2,
     repeat: int = 1,
     profile_runs: int = 20,

@@ -48,6 +48,7 @@ from placement.cim.combine import (
 from placement.cim.frontier import Block, BlockSolver, Frontier, split
 from placement.cim.instance import CimInstance
 from placement.cim.schedule import CimSchedule
+from placement.solvers.base import DEFAULT_REL_GAP
 
 #: Several block solves at once (each as for :data:`~placement.cim.frontier.BlockSolver`),
 #: results in order.
@@ -109,7 +110,7 @@ def decompose(
     instance: CimInstance,
     solve_block: BlockSolver,
     *,
-    rel_gap: float = 1e-4,
+    rel_gap: float = DEFAULT_REL_GAP,
     left: Callable[[], float | None] = lambda: None,
     blocks_and_cuts: tuple[list[Block], list[str]] | None = None,
     progress: Callable[[str], None] | None = None,

@@ -82,6 +82,7 @@ from placement.models.cim_makespan.objectives import (
     set_objective,
 )
 from placement.solvers.base import (
+    DEFAULT_REL_GAP,
     ModelSize,
     SolveOptions,
     SolveResult,
@@ -350,7 +351,7 @@ def solve_objective(
     solver: str = "auto",
     model: pyo.ConcreteModel | None = None,
     time_limit: float | None = None,
-    rel_gap: float = 1e-4,
+    rel_gap: float = DEFAULT_REL_GAP,
     threads: int | None = None,
     tee: bool | list[TextIO] = False,
     starts: Sequence[CimSchedule] = (),

@@ -79,6 +79,7 @@ from placement.models.cim_makespan.build import (
 )
 from placement.models.common import solve_in_seconds
 from placement.solvers.base import (
+    DEFAULT_REL_GAP,
     ModelSize,
     SolveMonitor,
     SolveOptions,
@@ -255,7 +256,7 @@ def solve(
     solver: str = "auto",
     model: pyo.ConcreteModel | None = None,
     time_limit: float | None = None,
-    rel_gap: float = 1e-4,
+    rel_gap: float = DEFAULT_REL_GAP,
     threads: int | None = None,
     warm_start: bool | None = None,
     tee: bool | list[TextIO] = False,

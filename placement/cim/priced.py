@@ -31,7 +31,7 @@ from placement.models.cim_makespan.build import (
     start_values,
 )
 from placement.models.common import solve_in_seconds
-from placement.solvers.base import ModelSize, SolveOptions
+from placement.solvers.base import DEFAULT_REL_GAP, ModelSize, SolveOptions
 from placement.solvers.names import MIP_BACKENDS
 from placement.solvers.registry import get_backend
 
@@ -51,7 +51,7 @@ def solve_priced(
     formulation: str = "tightened",
     solver: str = "highs",
     time_limit: float | None = None,
-    rel_gap: float = 1e-4,
+    rel_gap: float = DEFAULT_REL_GAP,
     threads: int | None = None,
     starts: Sequence[CimSchedule] = (),
 ) -> tuple[CimSchedule, float, ModelSize | None, str]:

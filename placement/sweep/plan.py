@@ -19,6 +19,7 @@ from typing import Any
 from placement.errors import PlacementError
 from placement.hardware.hostcheck import HostLatencySource, host_latency_source
 from placement.plots.common import ID_COLUMNS, RESULT_COLUMNS
+from placement.solvers.base import DEFAULT_REL_GAP
 from placement.sweep.grid import Grid
 from placement.sweep.targets import Number, get_target
 
@@ -130,7 +131,7 @@ class SolverOptions:
     """How every point is solved (copy/granularity are PIM only, formulation/solver CIM)."""
 
     time_limit: float = 600.0  # seconds per point
-    rel_gap: float = 1e-4
+    rel_gap: float = DEFAULT_REL_GAP
     threads: int = 1  # HiGHS threads per point: 1 keeps results independent of the executor
     copy: str = "auto"  # PIM only: the hardware's memory architecture
     granularity: str = "loop"  # PIM only
