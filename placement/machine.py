@@ -59,7 +59,7 @@ def _read_int(path: Path) -> int | None:
 def end_with_parent() -> None:
     """Ask Linux to SIGKILL this process when the thread that started it ends (the
     parent-death signal); a no-op elsewhere. Run in a child before it executes (the
-    ``preexec_fn`` of :mod:`subprocess`) so that a killed parent leaves no child running."""
+    ``preexec_fn`` of ``subprocess``) so that a killed parent leaves no child running."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
