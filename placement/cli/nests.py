@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         check_output_file(args.json, "--json")
     sha = model_sha256(args.model)
-    program = lower(args)
+    program = lower(args.model, args)
     for line in nest_table(program.nests):
         print(line)
     if args.json:
