@@ -389,39 +389,25 @@ class NestProfiling:
         )
 
 
-def lower(model: str, out: argparse.Namespace | NestProfiling) -> Any:
-    """``model`` lowered to its loop nests (a LoweredProgram), with a line saying so
-    (unless ``out.quiet``)."""
-    from placement.profiling.nest_measure import lower_model, model_sha256
-
-    model_sha256(model)  # a missing file fails before torch-mlir is loaded
-    started = time.perf_counter()
-    program = lower_model(model)
-    info(
-        out,
+def lowered_line(model: str, program: Any, seconds: float) -> str:
+    """"model: m.onnx (onnx), 49 loop nests, lowered in 0.31 s"."""
+    return (
         f"model: {model} ({program.source_kind}), {len(program.nests)} loop nests,"
-        f" lowered in {time.perf_counter() - started:.2f} s",
+        f" lowered in {seconds:.2f} s"
     )
-    return program
 
 
 def measure_nests(
     model: str, how: NestProfiling, check_nests: Callable[[list[str]], None] | None = None
 ) -> Any:
     """Lower ``model`` and time its loop nests in the MLIR JIT (a NestProfile), with the
-    counters and host times ``how`` asks for.
+    counters and host times ``how`` asks for, and a line on each step.
 
     ``check_nests`` is called with the nest ids once the model is lowered, before anything
     is timed (files keyed by nest id fail fast). An impossible choice, such as
     ``--host-times ort`` for .mlir, fails before anything is lowered."""
-    from placement.profiling.nest_measure import profile_nests, resolve_cache, resolve_host_times
+    from placement.profiling.nest_measure import profile_nests
 
-    if how.host_times is not None:
-        resolve_host_times(how.host_times, model)
-    resolve_cache(how.cache)
-    program = lower(model, how)
-    if check_nests is not None:
-        check_nests([n.id for n in program.nests])
     counters = {
         "timing": run_counter(how, "timing loop nests in the MLIR JIT"),
         "counters": run_counter(how, "counting Table 1 events"),
@@ -430,9 +416,14 @@ def measure_nests(
     def progress(phase: str, done: int, runs: int) -> None:
         counters.get(phase, run_counter(how, phase))(done, runs)
 
+    def lowered(program: Any, seconds: float) -> None:
+        info(how, lowered_line(model, program, seconds))
+        if check_nests is not None:
+            check_nests([n.id for n in program.nests])
+
     started = time.perf_counter()
     profile = profile_nests(
-        model, how.runs, how.warmup, progress=progress, program=program,
+        model, how.runs, how.warmup, progress=progress, lowered=lowered,
         memory_limit_gb=how.memory_limit_gb, counters=how.counters,
         host_times=how.host_times, cache=how.cache,
     )  # fmt: skip
