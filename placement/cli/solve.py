@@ -477,13 +477,6 @@ def solve_pim(args: argparse.Namespace) -> int:
         pim_times.check(hw.pim.memory, cores)  # its nests once they are known
     if args.json:
         check_output_file(args.json, "--json")
-    if args.counters and not Path(args.counters).is_file():
-        raise PlacementError(f"{args.counters}: no such counters file")
-    if args.counters_source is not None and args.profile:
-        raise PlacementError(
-            "--counters-source: applies when profiling; with --profile the saved profile's"
-            " counters are used (--counters FILE replaces them)"
-        )
 
     profile = nest_profile(args, pim_times)
     info(args, f"PIM hardware: {hw.describe()}")
@@ -562,12 +555,19 @@ def solve_pim(args: argparse.Namespace) -> int:
 def nest_profile(args: argparse.Namespace, pim_times: Any) -> Any:
     """The nest profile: loaded from ``--profile`` (it must match the model and the
     ``--host-times``/``--cache`` asked), or measured now as the profiling flags say, with
-    the counters of ``--counters`` where given; ``pim_times`` and ``--counters`` are
-    checked against the nests before any is timed."""
+    the counters of ``--counters`` where given. Its flags are checked first, and
+    ``pim_times`` and ``--counters`` against the nests before any is timed."""
     from placement.profiling.counters import load_counters
     from placement.profiling.nest_measure import model_sha256, with_counters_file
     from placement.profiling.nest_profile import NestProfile
 
+    if args.counters and not Path(args.counters).is_file():
+        raise PlacementError(f"{args.counters}: no such counters file")
+    if args.counters_source is not None and args.profile:
+        raise PlacementError(
+            "--counters-source: applies when profiling; with --profile the saved profile's"
+            " counters are used (--counters FILE replaces them)"
+        )
     how = NestProfiling.from_args(args)  # what measures the nests sees these, not args
     if args.profile:
         sha = model_sha256(args.model)
