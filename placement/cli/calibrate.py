@@ -21,15 +21,14 @@ from typing import Any
 from placement.cli.common import (
     EPILOG,
     Command,
+    NestProfiling,
     check_output_file,
-    info,
-    profiling_options,
-    warn,
-)
-from placement.cli.profile import (
     counters_source_option,
     host_times_options,
+    info,
     measure_nests_with_counters,
+    profiling_options,
+    warn,
 )
 from placement.devices.pim import AUTO_COPY, COPY_CHOICES, COPY_DESCRIPTIONS, resolve_copy
 from placement.errors import PlacementError
@@ -166,8 +165,7 @@ def run(args: argparse.Namespace) -> int:
     pim_times = []
     for path in times_files or []:
         times = load_pim_times(path)
-        times.check_cores([cores])
-        times.check_memory(hw.pim.memory)
+        times.check(hw.pim.memory, [cores])
         pim_times.append(times)
     labels = model_labels(models)
 
@@ -296,9 +294,8 @@ def _profile(args: argparse.Namespace, model: str, saved: str | None, times: Any
         profile.check_matches(model_sha256(model), model)
         info(args, f"  nest profile: loaded from {saved} ({len(profile.nests)} nests)")
         return profile
-    one = argparse.Namespace(**{**vars(args), "model": model})
     check = None if times is None else times.check_nests
-    profile = measure_nests_with_counters(one, check)
+    profile = measure_nests_with_counters(model, NestProfiling.from_args(args), check)
     for text in dict.fromkeys(profile.metadata.get("warnings") or []):
         warn(text)
     return profile

@@ -54,8 +54,8 @@ CIM_OVERRIDE_FLAGS = (
 )  # fmt: skip
 
 
-def info(args: argparse.Namespace, text: str) -> None:
-    """A progress or information line on stderr, unless ``-q``."""
+def info(args: argparse.Namespace | NestProfiling, text: str) -> None:
+    """A progress or information line on stderr, unless ``-q`` (``args.quiet``)."""
     if not getattr(args, "quiet", False):
         print(text, file=sys.stderr)
 
@@ -188,6 +188,49 @@ def memory_limit_option(group: argparse._ActionsContainer) -> None:
     )
 
 
+COUNTERS_SOURCES = ("auto", "perf", "simulated", "none")
+
+
+def counters_source_option(group: argparse._ActionsContainer) -> None:
+    """``--counters-source`` of ``--target pim`` (no default: see placement.cli.solve)."""
+    group.add_argument(
+        "--counters-source",
+        choices=COUNTERS_SOURCES,
+        help="PIM: where the rule's counters come from: perf = the Table 1 hardware events"
+        " (Ice Lake PMU); simulated = a callgrind cache simulation of the program (needs"
+        " valgrind and gcc; 3 runs at 10-100x the program's run time, more for vectorized"
+        " code; labelled '~'); auto (default)"
+        " = perf where available, else simulated where valgrind and gcc are installed,"
+        " else none",
+    )
+
+
+HOST_TIMES_CHOICES = ("ort", "compiled", "jit")
+CACHE_CHOICES = ("warm", "cold")
+
+
+def host_times_options(group: argparse._ActionsContainer) -> None:
+    """``--host-times`` and ``--cache`` of ``--target pim`` (no defaults here: applied by
+    placement.profiling.nest_measure, so that their use with --target cim can be refused)."""
+    group.add_argument(
+        "--host-times",
+        choices=HOST_TIMES_CHOICES,
+        help="PIM: where each nest's host time T_cpu comes from: ort = ONNX Runtime's time"
+        " of the nest's operator (1 thread) split over the operator's nests by their"
+        " compiled-JIT shares (default for .onnx: the host users run today); compiled ="
+        " the MLIR JIT of the host-optimized nests (default for .mlir); jit = the JIT of"
+        " the nests as lowered, unoptimized (the paper's method, 30-500x slower than"
+        " ONNX Runtime)",
+    )
+    group.add_argument(
+        "--cache",
+        choices=CACHE_CHOICES,
+        help="PIM: cache state while timing the nests and ONNX Runtime: warm = runs back to"
+        " back (default); cold = the last-level cache flushed before every run (a buffer of"
+        " 2x the LLC, at least 64 MiB, is touched)",
+    )
+
+
 # --------------------------------------------------------------------------- flag checks
 
 
@@ -264,7 +307,9 @@ def cim_hardware(
 # --------------------------------------------------------------------------- measuring
 
 
-def run_counter(args: argparse.Namespace, label: str) -> Callable[[int, int], None]:
+def run_counter(
+    args: argparse.Namespace | NestProfiling, label: str
+) -> Callable[[int, int], None]:
     """Progress of ``label: run done/total`` on stderr: redrawn in place on a terminal,
     a few lines in logs, nothing with ``-q``."""
     interactive = sys.stderr.isatty()
@@ -314,54 +359,73 @@ def measure_host(args: argparse.Namespace, model_path: str) -> Any:
     return profile
 
 
-def lower(args: argparse.Namespace) -> Any:
-    """``args.model`` lowered to its loop nests (a LoweredProgram), with a line saying so."""
-    from placement.profiling.nest_measure import lower_model, model_sha256
+@dataclasses.dataclass(frozen=True)
+class NestProfiling:
+    """How ``--target pim`` measures a model's loop nests: the profiling flags, read from
+    ``args`` once (None: the default of
+    :func:`~placement.profiling.nest_measure.profile_nests`), and ``-q``. What lowers and
+    measures the nests takes these and the model's path, not the flags."""
 
-    model_sha256(args.model)  # a missing file fails before torch-mlir is loaded
-    started = time.perf_counter()
-    program = lower_model(args.model)
-    info(
-        args,
-        f"model: {args.model} ({program.source_kind}), {len(program.nests)} loop nests,"
-        f" lowered in {time.perf_counter() - started:.2f} s",
+    runs: int
+    warmup: int
+    memory_limit_gb: float | None = None
+    counters: str | None = None  # --counters-source
+    host_times: str | None = None
+    cache: str | None = None
+    quiet: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> NestProfiling:
+        """The settings of the flags; a command without ``--counters-source``,
+        ``--host-times`` or ``--cache`` (``sweep``) measures with their defaults."""
+        return cls(
+            runs=args.runs,
+            warmup=args.warmup,
+            memory_limit_gb=args.memory_limit,
+            counters=getattr(args, "counters_source", None),
+            host_times=getattr(args, "host_times", None),
+            cache=getattr(args, "cache", None),
+            quiet=bool(getattr(args, "quiet", False)),
+        )
+
+
+def lowered_line(model: str, program: Any, seconds: float) -> str:
+    """"model: m.onnx (onnx), 49 loop nests, lowered in 0.31 s"."""
+    return (
+        f"model: {model} ({program.source_kind}), {len(program.nests)} loop nests,"
+        f" lowered in {seconds:.2f} s"
     )
-    return program
 
 
 def measure_nests(
-    args: argparse.Namespace, check_nests: Callable[[list[str]], None] | None = None
+    model: str, how: NestProfiling, check_nests: Callable[[list[str]], None] | None = None
 ) -> Any:
-    """Lower ``args.model`` and time its loop nests in the MLIR JIT (a NestProfile), with
-    the counters of ``--counters-source`` and the host times of ``--host-times`` and
-    ``--cache`` where the command has them (else their defaults).
+    """Lower ``model`` and time its loop nests in the MLIR JIT (a NestProfile), with the
+    counters and host times ``how`` asks for, and a line on each step.
 
     ``check_nests`` is called with the nest ids once the model is lowered, before anything
     is timed (files keyed by nest id fail fast). An impossible choice, such as
     ``--host-times ort`` for .mlir, fails before anything is lowered."""
-    from placement.profiling.nest_measure import profile_nests, resolve_cache, resolve_host_times
+    from placement.profiling.nest_measure import profile_nests
 
-    host_times = getattr(args, "host_times", None)
-    cache = getattr(args, "cache", None)
-    if host_times is not None:
-        resolve_host_times(host_times, args.model)
-    resolve_cache(cache)
-    program = lower(args)
-    if check_nests is not None:
-        check_nests([n.id for n in program.nests])
     counters = {
-        "timing": run_counter(args, "timing loop nests in the MLIR JIT"),
-        "counters": run_counter(args, "counting Table 1 events"),
+        "timing": run_counter(how, "timing loop nests in the MLIR JIT"),
+        "counters": run_counter(how, "counting Table 1 events"),
     }
 
     def progress(phase: str, done: int, runs: int) -> None:
-        counters.get(phase, run_counter(args, phase))(done, runs)
+        counters.get(phase, run_counter(how, phase))(done, runs)
+
+    def lowered(program: Any, seconds: float) -> None:
+        info(how, lowered_line(model, program, seconds))
+        if check_nests is not None:
+            check_nests([n.id for n in program.nests])
 
     started = time.perf_counter()
     profile = profile_nests(
-        args.model, args.runs, args.warmup, progress=progress, program=program,
-        memory_limit_gb=args.memory_limit, counters=getattr(args, "counters_source", None),
-        host_times=host_times, cache=cache,
+        model, how.runs, how.warmup, progress=progress, lowered=lowered,
+        memory_limit_gb=how.memory_limit_gb, counters=how.counters,
+        host_times=how.host_times, cache=how.cache,
     )  # fmt: skip
     meta = profile.metadata
     checked = (
@@ -370,8 +434,40 @@ def measure_nests(
         else ""
     )
     overhead = f"marker overhead {meta.get('marker_pair_ns', 0):.0f} ns per nest"
-    info(args, profiled_line(args.runs, args.warmup, started, overhead) + checked)
+    info(how, profiled_line(how.runs, how.warmup, started, overhead) + checked)
     return profile
+
+
+def measure_nests_with_counters(
+    model: str, how: NestProfiling, check_nests: Callable[[list[str]], None] | None = None
+) -> Any:
+    """:func:`measure_nests`, with a line on the time of each phase and one on the
+    simulated counters' cost when the profile has them."""
+    profile = measure_nests(model, how, check_nests)
+    phases = profile.metadata.get("phase_seconds")
+    if isinstance(phases, dict) and phases:
+        load = (profile.metadata.get("machine_load") or {}).get("before")
+        load_text = f" (load average {load:.1f} before)" if isinstance(load, float) else ""
+        times = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
+        info(how, f"phases: {times}{load_text}")
+    sim = profile.metadata.get("simulation")
+    if profile.simulated and isinstance(sim, dict):
+        info(
+            how,
+            f"simulated counters: callgrind cache simulation in {sim['total_seconds']:.1f} s"
+            f" ({sim['warmup']} warm-up + 1 counted run)",
+        )
+    report_representatives(how, profile)
+    return profile
+
+
+def report_representatives(out: argparse.Namespace | NestProfiling, profile: Any) -> None:
+    """The line saying which nests' simulated counters are those of a representative layer
+    (nothing when every nest was simulated)."""
+    sim = profile.metadata.get("simulation")
+    nests = sim.get("nests") if profile.simulated and isinstance(sim, dict) else None
+    if isinstance(nests, dict) and nests.get("skipped_nests"):
+        info(out, f"simulated counters: {nests['summary']}")
 
 
 def counters_warning(reason: str) -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import time
 
-from placement.cli.common import Command, check_output_file, info, lower
+from placement.cli.common import Command, check_output_file, info, lowered_line
 
 NESTS_FORMAT = "placement-nests"
 NESTS_VERSION = 1
@@ -27,12 +28,14 @@ def add_arguments(nests: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from placement.io import write_json_atomic
     from placement.pim.output import nest_table
-    from placement.profiling.nest_measure import model_sha256
+    from placement.profiling.nest_measure import lower_model, model_sha256
 
     if args.json:
         check_output_file(args.json, "--json")
-    sha = model_sha256(args.model)
-    program = lower(args)
+    sha = model_sha256(args.model)  # a missing file fails before torch-mlir is loaded
+    started = time.perf_counter()
+    program = lower_model(args.model)
+    info(args, lowered_line(args.model, program, time.perf_counter() - started))
     for line in nest_table(program.nests):
         print(line)
     if args.json:

@@ -16,23 +16,22 @@ from placement.cli.common import (
     EPILOG,
     EXIT_NO_SOLUTION,
     Command,
+    NestProfiling,
     check_output_file,
     check_override_flags,
     check_solver_flags,
     cim_hardware,
     cim_hardware_options,
+    counters_source_option,
     formulation_option,
+    host_times_options,
     info,
     measure_host,
+    measure_nests_with_counters,
     modelled_host,
     profiling_options,
-    warn,
-)
-from placement.cli.profile import (
-    counters_source_option,
-    host_times_options,
-    measure_nests_with_counters,
     report_representatives,
+    warn,
 )
 from placement.cli.progress import solve_progress
 from placement.devices.pim import AUTO_COPY, COPY_CHOICES, resolve_copy
@@ -449,7 +448,6 @@ def solve_pim(args: argparse.Namespace) -> int:
     from placement.pim.output import pim_document, summary_lines
     from placement.pim.pipeline import solve_for_cores
     from placement.pim.times import load_pim_times
-    from placement.profiling.nest_measure import with_counters_file
     from placement.solvers.registry import get_backend
 
     # Everything the user typed is checked before any lowering, timing or solving.
@@ -476,21 +474,11 @@ def solve_pim(args: argparse.Namespace) -> int:
     pim_times = None
     if args.pim_times:
         pim_times = load_pim_times(args.pim_times)
-        pim_times.check_cores(cores)
-        pim_times.check_memory(hw.pim.memory)
+        pim_times.check(hw.pim.memory, cores)  # its nests once they are known
     if args.json:
         check_output_file(args.json, "--json")
-    if args.counters and not Path(args.counters).is_file():
-        raise PlacementError(f"{args.counters}: no such counters file")
-    if args.counters_source is not None and args.profile:
-        raise PlacementError(
-            "--counters-source: applies when profiling; with --profile the saved profile's"
-            " counters are used (--counters FILE replaces them)"
-        )
 
     profile = nest_profile(args, pim_times)
-    if args.counters:
-        profile = with_counters_file(profile, args.counters)
     info(args, f"PIM hardware: {hw.describe()}")
     if pim_times is not None:
         pim_times.check_nests(profile.nest_ids)
@@ -566,26 +554,34 @@ def solve_pim(args: argparse.Namespace) -> int:
 
 def nest_profile(args: argparse.Namespace, pim_times: Any) -> Any:
     """The nest profile: loaded from ``--profile`` (it must match the model and the
-    ``--host-times``/``--cache`` asked), or measured now; ``pim_times`` and ``--counters``
-    are checked against the nests before any is timed."""
+    ``--host-times``/``--cache`` asked), or measured now as the profiling flags say, with
+    the counters of ``--counters`` where given. Its flags are checked first, and
+    ``pim_times`` and ``--counters`` against the nests before any is timed."""
     from placement.profiling.counters import load_counters
-    from placement.profiling.nest_measure import model_sha256
+    from placement.profiling.nest_measure import model_sha256, with_counters_file
     from placement.profiling.nest_profile import NestProfile
 
+    if args.counters and not Path(args.counters).is_file():
+        raise PlacementError(f"{args.counters}: no such counters file")
+    if args.counters_source is not None and args.profile:
+        raise PlacementError(
+            "--counters-source: applies when profiling; with --profile the saved profile's"
+            " counters are used (--counters FILE replaces them)"
+        )
+    how = NestProfiling.from_args(args)  # what measures the nests sees these, not args
     if args.profile:
         sha = model_sha256(args.model)
         profile = NestProfile.load(args.profile)
         profile.check_matches(sha, args.model)
-        for flag, held in (("host_times", profile.host_times), ("cache", profile.cache)):
-            wanted = getattr(args, flag, None)
+        for flag, wanted, held in (("--host-times", how.host_times, profile.host_times),
+                                   ("--cache", how.cache, profile.cache)):  # fmt: skip
             if wanted is not None and wanted != held:
                 raise PlacementError(
-                    f"--{flag.replace('_', '-')} {wanted}: the profile {args.profile} was"
-                    f" measured with --{flag.replace('_', '-')} {held}; re-profile with"
-                    f" --{flag.replace('_', '-')} {wanted} or leave the flag out"
+                    f"{flag} {wanted}: the profile {args.profile} was measured with"
+                    f" {flag} {held}; re-profile with {flag} {wanted} or leave the flag out"
                 )
         source = f"loaded from {args.profile}"
-        report_representatives(args, profile)
+        report_representatives(how, profile)
     else:
 
         def check_files(ids: list[str]) -> None:  # before the nests are timed
@@ -594,17 +590,17 @@ def nest_profile(args: argparse.Namespace, pim_times: Any) -> Any:
             if args.counters:
                 load_counters(args.counters, ids)
 
-        profile = measure_nests_with_counters(args, check_files)
+        profile = measure_nests_with_counters(args.model, how, check_files)
         for text in dict.fromkeys(profile.metadata.get("warnings") or []):
             warn(text)
         source = "measured now"
     meta = profile.metadata
     info(
-        args,
+        how,
         f"nest profile: {source} ({len(profile.nests)} nests, {meta.get('runs')} runs,"
         f" torch-mlir {meta.get('torch_mlir_version')}, {meta.get('machine')})",
     )
-    return profile
+    return with_counters_file(profile, args.counters) if args.counters else profile
 
 
 HANDLERS = {"cim": solve_cim, "pim": solve_pim}

@@ -17,6 +17,7 @@ from placement.cli import EXIT_INTERRUPTED
 from placement.cli.common import (
     FORMULATION_CHOICES,
     Command,
+    NestProfiling,
     info,
     measure_host,
     measure_nests,
@@ -367,8 +368,7 @@ class ProgressLine:
 
 def _measure(args: argparse.Namespace, path: str) -> Any:
     """Profile one model on this machine, with the progress output of ``placement profile``."""
-    one = argparse.Namespace(**{**vars(args), "model": path})
     if args.target == "cim":
         info(args, f"{path}: profiling with ONNX Runtime ...")
-        return measure_host(one, path)
-    return measure_nests(one)
+        return measure_host(args, path)
+    return measure_nests(path, NestProfiling.from_args(args))

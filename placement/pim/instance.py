@@ -99,9 +99,7 @@ class PimInstance:
         if self.t_pim is not None:
             check_times(self.t_pim, seen, "T_pim", required=False)
         if self.measured is not None:
-            self.measured.check_nests(n.id for n in self.nests)
-            self.measured.check_cores([self.n_cores])
-            self.measured.check_memory(self.spec.memory)
+            self.measured.check(self.spec.memory, [self.n_cores], (n.id for n in self.nests))
         if self.counters is not None:
             unknown = [k for k in self.counters if k not in seen]
             if unknown:

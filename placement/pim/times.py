@@ -95,6 +95,17 @@ class PimTimes:
         """Every nest of the file is a nest of the model."""
         check_known_nests(self.times, list(nest_ids), Path(self.path))
 
+    def check(
+        self, memory: str | None, cores: Iterable[int], nest_ids: Iterable[str] | None = None
+    ) -> None:
+        """The file fits what it is used with: the model's nests (when known: a run checks
+        them once the model is lowered or its profile loaded), every core count solved,
+        the hardware's memory architecture."""
+        if nest_ids is not None:
+            self.check_nests(nest_ids)
+        self.check_cores(cores)
+        self.check_memory(memory)
+
     def at(self, cores: int) -> dict[str, float]:
         """Nest id -> T_pim on ``cores`` cores, for the nests the file names."""
         self.check_cores([cores])

@@ -149,6 +149,7 @@ def profile_nests(
     seed: int = 0,
     counters: str | bool | None = None,
     progress: Progress | None = None,
+    lowered: Callable[[Any, float], None] | None = None,
     program: Any = None,
     cache_geometry: Any = None,
     host_times: str | None = None,
@@ -159,7 +160,10 @@ def profile_nests(
 ) -> NestProfile:
     """Lower ``path``, time its nests, attach counters; see the module doc.
 
-    ``program`` may be a program already lowered from ``path`` (saves ~0.2 s).
+    ``lowered`` is called with the lowered program and the seconds its lowering took (0
+    for a ``program`` given), before anything is measured: a caller's checks of files
+    keyed by nest id fail fast there, and it may report the lowering. ``program`` may be
+    a program already lowered from ``path`` (saves ~0.2 s).
     ``counters``: ``"auto"`` (None, True) | ``"perf"`` | ``"simulated"`` | ``"none"``
     (False). An explicit ``perf`` or ``simulated`` that this host cannot provide is an
     error, raised before anything is timed; ``auto`` records the reasons instead.
@@ -195,6 +199,8 @@ def profile_nests(
     if program is None:
         with phases("lowering"):
             program = lower_model(path)
+    if lowered is not None:
+        lowered(program, phases.seconds.get("lowering", 0.0))
     if not program.nests:
         raise PlacementError(f"{path}: the lowering materializes no loop nests; nothing to place")
     check_program_memory(program, memory_limit_gb)

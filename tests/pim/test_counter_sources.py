@@ -75,6 +75,32 @@ def test_explicit_sources_that_cannot_run_fail_before_any_work(model, monkeypatc
 
 
 @pytest.mark.integration
+def test_the_lowered_hook_sees_the_nests_before_anything_is_measured(model, monkeypatch):
+    pytest.importorskip("torch_mlir")
+    from placement.profiling import nest_measure, nest_timing
+
+    seen = []
+
+    def refuse(program, seconds):  # a caller whose nest-keyed file names other nests
+        seen.append(([n.id for n in program.nests], seconds))
+        raise PlacementError("refused by the caller")
+
+    def never(*a, **k):
+        raise AssertionError("measured although the caller refused the nests")
+
+    monkeypatch.setattr(nest_timing, "time_nests", never)
+    monkeypatch.setattr(nest_measure, "measure_dram_read", never)
+    with pytest.raises(PlacementError, match="refused by the caller"):
+        nest_measure.profile_nests(model, counters="none", lowered=refuse)
+    program = nest_measure.lower_model(model)
+    with pytest.raises(PlacementError, match="refused by the caller"):
+        nest_measure.profile_nests(model, counters="none", lowered=refuse, program=program)
+    (ids, seconds), (given_ids, given_seconds) = seen
+    assert ids == given_ids == [n.id for n in program.nests] and ids
+    assert seconds > 0 and given_seconds == 0.0  # a program given is not lowered again
+
+
+@pytest.mark.integration
 def test_auto_without_valgrind_keeps_the_times_and_says_why(model, monkeypatch, no_pmu):
     pytest.importorskip("torch_mlir")
     from placement.profiling.nest_measure import profile_nests

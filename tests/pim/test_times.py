@@ -141,6 +141,21 @@ def test_unknown_nests_and_missing_core_counts(tmp_path):
     )
 
 
+@pytest.mark.unit
+def test_one_check_against_the_model_nests_core_counts_and_memory(tmp_path):
+    doc = {"memory": "shared", "pim_times": {"n000": {"32": 1e-6, "64": 5e-7}}}
+    times = load_pim_times(write(tmp_path, "t.json", json.dumps(doc)))
+    times.check("shared", [32, 64], IDS)
+    times.check(None, [64])  # nests not known yet, hardware without an architecture
+    one_line_error(lambda: times.check("shared", [32], ["n001"]), "unknown nest id(s) n000")
+    one_line_error(lambda: times.check("shared", [128], IDS), "no T_pim for N_core 128")
+    one_line_error(lambda: times.check("partitioned", [32], IDS),
+                   "for a shared-memory device, the PIM hardware is partitioned")  # fmt: skip
+    # Every fault at once: the nests are named first, then the core counts.
+    one_line_error(lambda: times.check("partitioned", [128], ["n001"]), "unknown nest")
+    one_line_error(lambda: times.check("partitioned", [128]), "N_core 128")
+
+
 # --------------------------------------------------------------------------- the instance
 
 
