@@ -261,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
 def solve_cim(args: argparse.Namespace) -> int:
     from placement.cim.energy import host_power
     from placement.cim.instance import cim_instance
-    from placement.cim.objectives import solve as objective_solve
+    from placement.cim.objectives import solve
     from placement.cim.output import host_source, result_document, summary_lines
     from placement.cim.pipeline import (
         block_choices,
@@ -333,7 +333,7 @@ def solve_cim(args: argparse.Namespace) -> int:
             raise PlacementError(f"solver {name} is not available: {reason}")
     with solve_progress(args) as monitor:
         lines = monitor.line if monitor is not None else (lambda line: info(args, line))
-        placement = objective_solve(
+        placement = solve(
             instance,
             objective=objective,
             formulation=args.formulation,
