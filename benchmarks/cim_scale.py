@@ -12,10 +12,10 @@ list-scheduling heuristic (``heur s``; run only where the formulation needs its 
 bound, as ``placement.cim.build_model`` does for "tightened"), the Pyomo build (``build
 s``: ``build_cim_model``, structure included; ``build_model`` costs heur s + build s) and
 the model-size count (``size s``), then the rows and the peak memory; with ``--load``
-also the time to hand the built model to HiGHS (``load s``: the persistent interface's
-``set_instance``, the first part of every HiGHS solve). With ``--solve``: the product's
-solve under ``--time-limit``: status, certified gap, wall time, peak memory after it,
-and the method (``--method``; "auto" decomposes these graphs).
+also the time to hand the built model to HiGHS (``load s``:
+``placement.solvers.highs.to_highs``, the first part of every HiGHS solve). With
+``--solve``: the product's solve under ``--time-limit``: status, certified gap, wall
+time, peak memory after it, and the method (``--method``; "auto" decomposes these graphs).
 
     python benchmarks/cim_scale.py --sizes 500,1000,2000 --widths 2,4,8 [--load]
         [--solve --time-limit 60]
@@ -205,7 +205,7 @@ def main() -> None:
     ap.add_argument("--no-build", action="store_true",
                     help="skip timing the whole model's build (with --solve at large sizes)")
     ap.add_argument("--load", action="store_true",
-                    help="also time handing the built model to HiGHS (set_instance)")
+                    help="also time handing the built model to HiGHS (to_highs)")
     ap.add_argument("--family", metavar="SIZES",
                     help="solve the branched family (:func:`family_grid` and the issue's shape)"
                     " at these sizes, e.g. 500,2000,10000, instead of the fork-join table")
@@ -357,7 +357,8 @@ def _build_columns(inst: CimInstance, families: tuple[str, ...], load: bool) -> 
     """heur s, build s, size s, rows, peak MB (and load s with ``load``)."""
     from placement.cim.list_scheduling import heuristic_schedule
     from placement.models.cim_makespan.build import build_cim_model
-    from placement.solvers.contrib import contrib_solver, model_size
+    from placement.solvers.contrib import model_size
+    from placement.solvers.highs import to_highs
 
     t0 = time.process_time()
     ub = heuristic_schedule(inst).makespan if "window_big_m" in families else None
@@ -371,7 +372,7 @@ def _build_columns(inst: CimInstance, families: tuple[str, ...], load: bool) -> 
     line = f"{heur:>9}{t2 - t1:>9.2f}{t3 - t2:>8.2f}{rows:>9}{peak:>9.0f}"
     if load:
         t4 = time.process_time()
-        contrib_solver("highs").set_instance(model)
+        to_highs(model)
         line += f"{time.process_time() - t4:>8.2f}"
     return line
 

@@ -28,22 +28,33 @@ from placement.solvers.base import (
 )
 
 
-def model_size(model: pyo.Block) -> ModelSize:
+def model_size(model: pyo.Block, columns: list[Any] | None = None) -> ModelSize:
     """What the solver sees: unfixed variables used in active rows or objectives, active rows.
 
-    One walk over each active row's and objective's expression (numbers and parameters
-    skipped, named expressions entered, each variable looked at once): about twice as fast
-    as Pyomo's ``get_vars_from_components``, which counts the same
-    (tests/solvers/test_contrib.py).
+    ``columns``: :func:`model_columns` of ``model``, when the caller has them already.
+    """
+    if columns is None:
+        columns = model_columns(model)
+    rows = sum(1 for _ in model.component_data_objects(Constraint, active=True))
+    binaries = sum(1 for v in columns if v.is_binary())
+    return ModelSize(variables=len(columns), binaries=binaries, constraints=rows)
+
+
+def model_columns(model: pyo.Block) -> list[Any]:
+    """The unfixed variables of the active rows, then of the active objectives, each in the
+    order it first appears (left to right): the order in which Pyomo's own persistent
+    interfaces create their columns.
+
+    One walk over each row's and objective's expression (numbers and parameters skipped,
+    named expressions entered, each variable looked at once): about twice as fast as
+    Pyomo's ``get_vars_from_components``, which counts the same (tests/solvers/test_contrib.py).
     """
     seen: set[int] = set()
     columns: list[Any] = []
     kinds: dict[type, int] = {}  # node class -> _LEAF, _VARIABLE or _EXPRESSION
-    rows = 0
     stack: list[Any] = []
     for ctype in (Constraint, Objective):
         for data in model.component_data_objects(ctype, active=True):
-            rows += ctype is Constraint
             stack.append(data.expr)
             while stack:
                 node = stack.pop()
@@ -51,13 +62,12 @@ def model_size(model: pyo.Block) -> ModelSize:
                 if kind is None:
                     kind = kinds[node.__class__] = _node_kind(node)
                 if kind == _EXPRESSION:
-                    stack.extend(node.args)
+                    stack.extend(reversed(node.args))  # popped left to right
                 elif kind == _VARIABLE and id(node) not in seen:
                     seen.add(id(node))
                     if not node.fixed:
                         columns.append(node)
-    binaries = sum(1 for v in columns if v.is_binary())
-    return ModelSize(variables=len(columns), binaries=binaries, constraints=rows)
+    return columns
 
 
 _LEAF, _VARIABLE, _EXPRESSION = 0, 1, 2
@@ -82,9 +92,10 @@ def load_start(model: pyo.Block, start: Mapping[Any, float]) -> None:
 class ResultBuilder:
     """Builds the :class:`SolveResult` of one run; the model size is counted once."""
 
-    def __init__(self, solver: str, model: pyo.Block, options: SolveOptions) -> None:
+    def __init__(self, solver: str, model: pyo.Block, options: SolveOptions,
+                 columns: list[Any] | None = None) -> None:  # fmt: skip
         self.solver = solver
-        self.size = model_size(model)
+        self.size = model_size(model, columns)
         self.options: dict[str, object] = options.recorded()
         self.started = time.perf_counter()
 

@@ -1,18 +1,25 @@
-"""HiGHS (``highspy``) through Pyomo's current solver interface: the default backend.
+"""HiGHS (``highspy``): the default backend.
 
-``pyomo.contrib.solver``'s ``highs`` (not the legacy ``pyo.SolverFactory`` wrapper,
-which rejects ``time_limit``). HiGHS's own absolute MIP gap (``mip_abs_gap``, 1e-6 in
-objective units) stays at its default: models are scaled so that it is negligible
-(``placement.models.common``). A MIP start is handed to highspy directly (the contrib
-interface has none) and HiGHS's verdict on it is recorded as ``options["start"]``.
+The Pyomo model is compiled to a matrix by Pyomo's own linear standard-form compiler
+(``pyomo.repn.plugins.standard_form``) and handed to ``highspy`` in one call. Pyomo's
+persistent HiGHS interface (``pyomo.contrib.solver``) builds the same problem a row at a
+time, through its older expression walker: on the decomposition's small block models
+that took most of each solve (``benchmarks/highs_loading.py`` measures both). Fixed
+variables are constants to the compiler, not columns; they keep their values. HiGHS's
+own absolute MIP gap (``mip_abs_gap``, 1e-6 in objective units) stays at its default:
+models are scaled so that it is negligible (``placement.models.common``). HiGHS's verdict
+on a MIP start is recorded as ``options["start"]``.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TextIO
 
+import numpy as np
 import pyomo.environ as pyo
 
 from placement.solvers.base import (
@@ -23,7 +30,7 @@ from placement.solvers.base import (
     SolveStatus,
     finite_or_none,
 )
-from placement.solvers.contrib import ResultBuilder, contrib_outcome, contrib_solver
+from placement.solvers.contrib import ResultBuilder, model_columns
 
 INSTALL = "pip install highspy==1.15.1"
 
@@ -34,73 +41,197 @@ class HighsBackend(BackendBase):
 
     def unavailable_reason(self) -> str | None:
         try:
-            available = bool(contrib_solver("highs").available())
-        except Exception:  # a broken highspy install surfaces here in many shapes
-            available = False
-        return None if available else f"HiGHS is not available: {INSTALL}"
+            import highspy
 
+            highspy.Highs()
+        except Exception:  # a broken highspy install surfaces here in many shapes
+            return f"HiGHS is not available: {INSTALL}"
+        return None
 
     def solve(
         self, model: pyo.Block, options: SolveOptions, *, start: Mapping[Any, float] | None = None
     ) -> SolveResult:
         """Solve with HiGHS; ``start`` is a MIP start by variable (a ``ComponentMap``).
 
-        Variables that are no solver column (fixed ones) are skipped. Whether HiGHS
-        accepted the start is recorded as ``options["start"]``: "accepted" when its log
-        says the start is feasible, else "rejected" (the solve then runs without one).
+        Variables that are no column (fixed ones) are skipped. Whether HiGHS accepted the
+        start is recorded as ``options["start"]``: "accepted" when its log says the start
+        is feasible, else "rejected" (the solve then runs without one).
         ``options.time_limit`` covers handing the model over to HiGHS as well.
         """
+        from pyomo.repn.plugins.standard_form import InfeasibleConstraintException
+
         self.check_ready(options)
-        solver = contrib_solver("highs")
-        result = ResultBuilder(self.name, model, options)
+        columns = model_columns(model)
+        result = ResultBuilder(self.name, model, options, columns)
         try:
             if options.threads is not None:
                 _reset_thread_pool()
-            solver.set_instance(model)  # the highspy model exists from here on
-            # A start lives in the highspy model, and so do callbacks; any automatic
-            # update at solve() would reset them (measured: a start silently dropped).
-            # Nothing changed since set_instance.
-            extra: dict[str, Any] = {"auto_updates": dict.fromkeys(_AUTO_UPDATES, False)}
+            try:
+                problem = to_highs(model, columns)
+            except InfeasibleConstraintException as exc:  # a row of constants that fails
+                return result(SolveStatus.INFEASIBLE, result.elapsed(), f"HiGHS: {exc}")
+            log = _Log(options.tee)
+            highs = problem.highs
+            highs.cbLogging.subscribe(log.line)
+            _set_options(highs, options, max(options.time_limit - result.elapsed(), _LEAST_SEARCH)
+                         if options.time_limit is not None else None)  # fmt: skip
             if start is not None:
-                _set_start(solver, start)
+                problem.set_start(start)
             if options.monitor is not None:
-                _watch(solver._solver_model, options.monitor)  # private in Pyomo 6.10
-            # the limit covers handing the model over too (seconds at 10,000s of rows)
-            limit = options.time_limit
-            if limit is not None:
-                limit = max(limit - result.elapsed(), _LEAST_SEARCH)
-            res = solver.solve(
-                model,
-                tee=options.tee,
-                time_limit=limit,
-                rel_gap=options.rel_gap,
-                threads=options.threads,
-                load_solutions=False,
-                raise_exception_on_nonoptimal_result=False,
-                **extra,
-            )
-        except Exception as exc:  # the interface or HiGHS failed: report, do not crash
+                _watch(highs, options.monitor)
+            highs.HandleKeyboardInterrupt = True
+            highs.run()
+        except Exception as exc:  # highspy failed: report, do not crash
             return result(SolveStatus.ERROR, result.elapsed(), f"HiGHS failed: {exc}")
-        seconds = res.timing_info.wall_time or result.elapsed()
         if start is not None:
-            result.options["start"] = start_verdict(getattr(res, "solver_log", "") or "")
-        return contrib_outcome(res, result, _highs_words(solver, res.termination_condition),
-                               seconds)
+            result.options["start"] = start_verdict(log.text())
+        return problem.outcome(result, result.elapsed())
+
+
+@dataclass
+class HighsProblem:
+    """A Pyomo model as a ``highspy.Highs`` problem: column ``i`` is ``columns[i]``."""
+
+    highs: Any
+    columns: list[Any]
+    offset: float  # the objective's constant (fixed variables included)
+
+    def set_start(self, start: Mapping[Any, float]) -> None:
+        """Hand HiGHS a MIP start by variable; variables that are no column are skipped."""
+        index_of = {id(v): i for i, v in enumerate(self.columns)}
+        pairs = [(index_of[id(var)], float(val)) for var, val in start.items()
+                 if val is not None and id(var) in index_of]  # fmt: skip
+        if pairs:
+            index, value = zip(*pairs, strict=True)
+            self.highs.setSolution(len(index), np.array(index, dtype=np.int32),
+                                   np.array(value, dtype=np.float64))  # fmt: skip
+
+    def outcome(self, result: ResultBuilder, seconds: float) -> SolveResult:
+        """The run's status, incumbent and bound; its solution loaded into the model."""
+        import highspy
+
+        highs = self.highs
+        status = highs.getModelStatus()
+        if not self.columns:  # nothing to decide: HiGHS calls the model empty
+            return result(SolveStatus.OPTIMAL, seconds, objective=self.offset, bound=self.offset)
+        info = highs.getInfo()
+        has_solution = info.primal_solution_status == 2  # 0 none, 1 infeasible, 2 feasible
+        if has_solution:
+            for var, value in zip(self.columns, highs.getSolution().col_value, strict=True):
+                var.set_value(value, skip_validation=True)
+        incumbent = info.objective_function_value if has_solution else None
+        if info.mip_node_count == -1:  # an LP (no integer column): optimal means proven
+            bound = incumbent if status == highspy.HighsModelStatus.kOptimal else None
+        else:
+            bound = info.mip_dual_bound
+        return status_of(status, has_solution, incumbent, bound, result, seconds,
+                         f"HiGHS: {highs.modelStatusToString(status)}")  # fmt: skip
+
+
+def to_highs(model: pyo.Block, columns: list[Any] | None = None) -> HighsProblem:
+    """``model`` (linear, one active objective) as a loaded ``highspy.Highs`` problem.
+
+    Its columns in the order of ``columns`` (default :func:`model_columns`), the order in
+    which Pyomo's own HiGHS interface creates them: HiGHS's search depends on the order,
+    and in one case tested (tests/solvers/test_highs_backend.py) it claimed a worse
+    placement optimal, with a MIP start, in the compiler's own order.
+    """
+    import highspy
+    from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
+
+    form = LinearStandardFormCompiler().write(model, mixed_form=True, set_sense=None)
+    if len(form.objectives) != 1:
+        raise ValueError(f"the model has {len(form.objectives)} active objectives, not one")
+    # The compiler's own column_order option duplicates a column when the model has fixed
+    # variables (Pyomo 6.10.1): its columns are permuted here instead. Columns it dropped
+    # (no nonzero anywhere) are left out.
+    position = {id(v): j for j, v in enumerate(form.columns)}
+    order = [position[id(v)] for v in (columns or model_columns(model)) if id(v) in position]
+    if len(order) != len(position):
+        raise ValueError("the model's columns could not be ordered")
+    columns = [form.columns[j] for j in order]
+    cost = form.c[[0], :].toarray().ravel()[order] if columns else np.zeros(0)
+    matrix = form.A.tocsc()[:, order]
+    inf = highspy.kHighsInf
+    bounds = np.array([v.bounds for v in columns], dtype=float).reshape(-1, 2)
+    lp = highspy.HighsLp()
+    lp.num_col_ = len(columns)
+    lp.num_row_ = len(form.rows)
+    lp.col_cost_ = cost
+    lp.offset_ = offset = float(form.c_offset[0])
+    lp.col_lower_ = np.nan_to_num(bounds[:, 0], nan=-inf)  # None (no bound) became NaN
+    lp.col_upper_ = np.nan_to_num(bounds[:, 1], nan=inf)
+    # mixed form: each row is (constraint, +1: body <= rhs | -1: body >= rhs | 0: ==)
+    rhs = np.asarray(form.rhs, dtype=float)
+    sense = np.array([s for _, s in form.rows], dtype=int)
+    lp.row_lower_ = np.where(sense == 1, -inf, rhs)
+    lp.row_upper_ = np.where(sense == -1, inf, rhs)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = len(columns), len(form.rows)
+    lp.a_matrix_.start_ = matrix.indptr
+    lp.a_matrix_.index_ = matrix.indices
+    lp.a_matrix_.value_ = matrix.data
+    integer, continuous = highspy.HighsVarType.kInteger, highspy.HighsVarType.kContinuous
+    lp.integrality_ = [integer if v.is_integer() else continuous for v in columns]
+    maximize = form.objectives[0].sense == pyo.maximize
+    lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", True)  # the log goes to _Log, not to the console
+    highs.setOptionValue("log_to_console", False)
+    if highs.passModel(lp) == highspy.HighsStatus.kError:
+        raise ValueError("HiGHS refused the model")
+    return HighsProblem(highs, columns, offset)
+
+
+def status_of(status: Any, has_solution: bool, incumbent: float | None, bound: float | None,
+              result: ResultBuilder, seconds: float, words: str) -> SolveResult:  # fmt: skip
+    """HiGHS's model status as a :class:`SolveStatus`: OPTIMAL only when HiGHS proved it,
+    never upgraded; anything unforeseen is an ERROR carrying HiGHS's words."""
+    import highspy
+
+    kind = highspy.HighsModelStatus
+    values = {"objective": incumbent, "bound": bound}
+    if status == kind.kOptimal and has_solution:
+        return result(SolveStatus.OPTIMAL, seconds, "", **values)
+    if status == kind.kTimeLimit:
+        if has_solution:
+            return result(SolveStatus.TIME_LIMIT, seconds, words, **values)
+        return result(SolveStatus.TIME_LIMIT_NO_SOLUTION, seconds, words, bound=bound)
+    if status == kind.kInfeasible:
+        return result(SolveStatus.INFEASIBLE, seconds, words)
+    # Anything else, including "infeasible or unbounded": HiGHS's words, no claim.
+    return result(SolveStatus.ERROR, seconds, words, **values)
 
 
 #: Seconds HiGHS may always search, even when handing the model over took its whole limit.
 _LEAST_SEARCH = 0.1
-_AUTO_UPDATES = (
-    "check_for_new_or_removed_constraints",
-    "check_for_new_or_removed_vars",
-    "check_for_new_or_removed_params",
-    "check_for_new_objective",
-    "update_constraints",
-    "update_vars",
-    "update_parameters",
-    "update_named_expressions",
-    "update_objective",
-)
+
+
+def _set_options(highs: Any, options: SolveOptions, time_limit: float | None) -> None:
+    if options.threads is not None:
+        highs.setOptionValue("threads", options.threads)
+    if time_limit is not None:
+        highs.setOptionValue("time_limit", float(time_limit))
+    highs.setOptionValue("mip_rel_gap", float(options.rel_gap))
+
+
+class _Log:
+    """HiGHS's log, kept (the MIP start's verdict is read from it) and shown as ``tee`` asks:
+    True on stdout, or written to the given streams."""
+
+    def __init__(self, tee: bool | list[TextIO]) -> None:
+        self.streams: list[TextIO] = [sys.stdout] if tee is True else list(tee or [])
+        self.lines: list[str] = []
+
+    def line(self, event: Any) -> None:
+        self.lines.append(event.message)
+        for stream in self.streams:
+            stream.write(event.message)
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
 #: HiGHS's log line when a user-given MIP start (possibly repaired by an LP over the
 #: continuous variables with the start's integer values) became its incumbent.
 _START_ACCEPTED = "MIP start solution is feasible"
@@ -120,27 +251,6 @@ def start_verdict(log: str) -> str:
     if len(counts) == 3 and all(int(n) == 0 for _, n in counts):
         return "accepted"
     return "rejected"
-
-
-def _set_start(solver: Any, start: Mapping[Any, float]) -> None:
-    """Hand ``start`` to highspy (the model is loaded into the persistent solver).
-
-    Uses the interface's variable-to-column map (private in Pyomo 6.10; no public API
-    exists for a MIP start in the contrib HiGHS interface).
-    """
-    import numpy as np
-
-    columns = solver._pyomo_var_to_solver_var_map
-    index, value = [], []
-    for var, val in start.items():
-        col = columns.get(id(var))
-        if col is not None and val is not None:
-            index.append(col)
-            value.append(float(val))
-    if index:
-        solver._solver_model.setSolution(
-            len(index), np.array(index, dtype=np.int32), np.array(value, dtype=np.float64)
-        )
 
 
 def _watch(highs: Any, monitor: SolveMonitor) -> None:
