@@ -1,11 +1,12 @@
 """HiGHS (``highspy``): the default backend.
 
-The Pyomo model is compiled to a matrix by Pyomo's own linear standard-form compiler
-(``pyomo.repn.plugins.standard_form``) and handed to ``highspy`` in one call. Pyomo's
-persistent HiGHS interface (``pyomo.contrib.solver``) builds the same problem a row at a
-time, through its older expression walker: on the decomposition's small block models
-that took most of each solve (``benchmarks/highs_loading.py`` measures both). Fixed
-variables are constants to the compiler, not columns; they keep their values. HiGHS's
+The Pyomo model is read by Pyomo's linear expression walker (``pyomo.repn.linear``, the
+one its LP and standard-form writers use) and handed to ``highspy`` in one call
+(:func:`to_highs`). Pyomo's persistent HiGHS interface (``pyomo.contrib.solver``) builds
+the same problem a row at a time, through its older expression walker: on the
+decomposition's small block models that took most of each solve
+(``benchmarks/highs_loading.py`` measures both). Fixed variables are constants, not
+columns; they keep their values. HiGHS's
 own absolute MIP gap (``mip_abs_gap``, 1e-6 in objective units) stays at its default:
 models are scaled so that it is negligible (``placement.models.common``). HiGHS's verdict
 on a MIP start is recorded as ``options["start"]``.
@@ -58,8 +59,6 @@ class HighsBackend(BackendBase):
         is feasible, else "rejected" (the solve then runs without one).
         ``options.time_limit`` covers handing the model over to HiGHS as well.
         """
-        from pyomo.repn.plugins.standard_form import InfeasibleConstraintException
-
         self.check_ready(options)
         columns = model_columns(model)
         result = ResultBuilder(self.name, model, options, columns)
@@ -68,7 +67,7 @@ class HighsBackend(BackendBase):
                 _reset_thread_pool()
             try:
                 problem = to_highs(model, columns)
-            except InfeasibleConstraintException as exc:  # a row of constants that fails
+            except InfeasibleRow as exc:  # a row of constants that fails
                 return result(SolveStatus.INFEASIBLE, result.elapsed(), f"HiGHS: {exc}")
             log = _Log(options.tee)
             highs = problem.highs
@@ -131,56 +130,83 @@ class HighsProblem:
 def to_highs(model: pyo.Block, columns: list[Any] | None = None) -> HighsProblem:
     """``model`` (linear, one active objective) as a loaded ``highspy.Highs`` problem.
 
-    Its columns in the order of ``columns`` (default :func:`model_columns`), the order in
-    which Pyomo's own HiGHS interface creates them: HiGHS's search depends on the order,
-    and in one case tested (tests/solvers/test_highs_backend.py) it claimed a worse
-    placement optimal, with a MIP start, in the compiler's own order.
+    Each row and the objective are read by Pyomo's linear expression walker (the one its
+    LP and standard-form writers use; fixed variables are constants to it) and handed to
+    HiGHS in one call, a row per constraint, in the model's order. The columns are
+    ``columns`` (default :func:`model_columns`), the order in which Pyomo's own HiGHS
+    interface creates them: HiGHS's search depends on the order, and in one case tested
+    (tests/cim/test_pareto.py, three axes, seed 2) it claimed a worse placement optimal,
+    given a MIP start, with the columns in another order. Raises
+    :class:`InfeasibleRow` for a row of constants that no value satisfies.
     """
     import highspy
-    from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
+    from pyomo.repn.linear import LinearRepnVisitor
 
-    form = LinearStandardFormCompiler().write(model, mixed_form=True, set_sense=None)
-    if len(form.objectives) != 1:
-        raise ValueError(f"the model has {len(form.objectives)} active objectives, not one")
-    # The compiler's own column_order option duplicates a column when the model has fixed
-    # variables (Pyomo 6.10.1): its columns are permuted here instead. Columns it dropped
-    # (no nonzero anywhere) are left out.
-    position = {id(v): j for j, v in enumerate(form.columns)}
-    order = [position[id(v)] for v in (columns or model_columns(model)) if id(v) in position]
-    if len(order) != len(position):
-        raise ValueError("the model's columns could not be ordered")
-    columns = [form.columns[j] for j in order]
-    cost = form.c[[0], :].toarray().ravel()[order] if columns else np.zeros(0)
-    matrix = form.A.tocsc()[:, order]
+    if columns is None:
+        columns = model_columns(model)
+    objectives = list(model.component_data_objects(pyo.Objective, active=True))
+    if len(objectives) != 1:
+        raise ValueError(f"the model has {len(objectives)} active objectives, not one")
+    column_of = {id(v): j for j, v in enumerate(columns)}
+    walker = LinearRepnVisitor({})
+
+    def linear(expr: Any, what: str) -> tuple[list[int], list[float], float]:
+        repn = walker.walk_expression(expr)
+        if repn.nonlinear is not None:
+            raise ValueError(f"{what} is not linear")
+        terms = [(column_of[i], float(c)) for i, c in repn.linear.items() if c != 0]
+        return [j for j, _ in terms], [c for _, c in terms], float(repn.constant)
+
+    cost = np.zeros(len(columns))
+    index, coefficients, offset = linear(objectives[0].expr, f"objective {objectives[0].name}")
+    np.add.at(cost, index, coefficients)
     inf = highspy.kHighsInf
+    lower, upper, starts, row_index, row_value = [], [], [], [], []
+    for con in model.component_data_objects(pyo.Constraint, active=True):
+        lb, body, ub = con.to_bounded_expression(evaluate_bounds=True)
+        if lb is None and ub is None:
+            continue
+        index, coefficients, constant = linear(body, f"constraint {con.name}")
+        if not index:  # constants only: true or false, nothing for HiGHS
+            if (lb is not None and constant < lb - _ROW_TOLERANCE) or (
+                ub is not None and constant > ub + _ROW_TOLERANCE
+            ):
+                raise InfeasibleRow(f"constraint {con.name} cannot hold (constants only)")
+            continue
+        lower.append(-inf if lb is None else lb - constant)
+        upper.append(inf if ub is None else ub - constant)
+        starts.append(len(row_index))
+        row_index.extend(index)
+        row_value.extend(coefficients)
     bounds = np.array([v.bounds for v in columns], dtype=float).reshape(-1, 2)
-    lp = highspy.HighsLp()
-    lp.num_col_ = len(columns)
-    lp.num_row_ = len(form.rows)
-    lp.col_cost_ = cost
-    lp.offset_ = offset = float(form.c_offset[0])
-    lp.col_lower_ = np.nan_to_num(bounds[:, 0], nan=-inf)  # None (no bound) became NaN
-    lp.col_upper_ = np.nan_to_num(bounds[:, 1], nan=inf)
-    # mixed form: each row is (constraint, +1: body <= rhs | -1: body >= rhs | 0: ==)
-    rhs = np.asarray(form.rhs, dtype=float)
-    sense = np.array([s for _, s in form.rows], dtype=int)
-    lp.row_lower_ = np.where(sense == 1, -inf, rhs)
-    lp.row_upper_ = np.where(sense == -1, inf, rhs)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = len(columns), len(form.rows)
-    lp.a_matrix_.start_ = matrix.indptr
-    lp.a_matrix_.index_ = matrix.indices
-    lp.a_matrix_.value_ = matrix.data
-    integer, continuous = highspy.HighsVarType.kInteger, highspy.HighsVarType.kContinuous
-    lp.integrality_ = [integer if v.is_integer() else continuous for v in columns]
-    maximize = form.objectives[0].sense == pyo.maximize
-    lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
     highs = highspy.Highs()
     highs.setOptionValue("output_flag", True)  # the log goes to _Log, not to the console
     highs.setOptionValue("log_to_console", False)
-    if highs.passModel(lp) == highspy.HighsStatus.kError:
-        raise ValueError("HiGHS refused the model")
+    n = len(columns)
+    highs.addVars(n, np.nan_to_num(bounds[:, 0], nan=-inf),  # None (no bound) became NaN
+                  np.nan_to_num(bounds[:, 1], nan=inf))  # fmt: skip
+    if n:
+        kind = highspy.HighsVarType
+        highs.changeColsCost(n, np.arange(n, dtype=np.int32), cost)
+        highs.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.array(
+            [kind.kInteger if v.is_integer() else kind.kContinuous for v in columns]))  # fmt: skip
+    if lower:
+        highs.addRows(len(lower), np.array(lower), np.array(upper), len(row_index),
+                      np.array(starts, dtype=np.int32), np.array(row_index, dtype=np.int32),
+                      np.array(row_value, dtype=np.float64))  # fmt: skip
+    highs.changeObjectiveOffset(offset)
+    maximize = objectives[0].sense == pyo.maximize
+    highs.changeObjectiveSense(highspy.ObjSense.kMaximize if maximize else
+                               highspy.ObjSense.kMinimize)  # fmt: skip
     return HighsProblem(highs, columns, offset)
+
+
+class InfeasibleRow(ValueError):
+    """A constraint of constants only that does not hold."""
+
+
+#: How far a row of constants may miss its bounds (HiGHS's primal feasibility tolerance).
+_ROW_TOLERANCE = 1e-7
 
 
 def status_of(status: Any, has_solution: bool, incumbent: float | None, bound: float | None,
