@@ -149,16 +149,27 @@ def contrib_outcome(res: Any, result: ResultBuilder, words: str, seconds: float)
     bound = res.objective_bound
     if has_solution:
         res.solution_loader.load_vars()
+    return outcome(result, seconds, words, has_solution, incumbent, bound,
+                   optimal=term == TerminationCondition.convergenceCriteriaSatisfied,
+                   time_limit=term == TerminationCondition.maxTimeLimit,
+                   infeasible=term == TerminationCondition.provenInfeasible)  # fmt: skip
+
+
+def outcome(result: ResultBuilder, seconds: float, words: str, has_solution: bool,
+            incumbent: float | None, bound: float | None, *, optimal: bool, time_limit: bool,
+            infeasible: bool) -> SolveResult:  # fmt: skip
+    """What a solver said, as a :class:`SolveStatus` (the Pyomo backends' one mapping):
+    OPTIMAL only when the solver proved it and has the solution, never upgraded; anything
+    unforeseen (e.g. "infeasible or unbounded") an ERROR carrying the solver's ``words``."""
     values = {"objective": incumbent, "bound": bound}
-    if term == TerminationCondition.convergenceCriteriaSatisfied and has_solution:
+    if optimal and has_solution:
         return result(SolveStatus.OPTIMAL, seconds, "", **values)
-    if term == TerminationCondition.maxTimeLimit:
+    if time_limit:
         if has_solution:
             return result(SolveStatus.TIME_LIMIT, seconds, words, **values)
         return result(SolveStatus.TIME_LIMIT_NO_SOLUTION, seconds, words, bound=bound)
-    if term == TerminationCondition.provenInfeasible:
+    if infeasible:
         return result(SolveStatus.INFEASIBLE, seconds, words)
-    # Anything else, including "infeasible or unbounded": the solver's words, no claim.
     return result(SolveStatus.ERROR, seconds, words, **values)
 
 

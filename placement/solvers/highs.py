@@ -31,7 +31,7 @@ from placement.solvers.base import (
     SolveStatus,
     finite_or_none,
 )
-from placement.solvers.contrib import ResultBuilder, model_columns
+from placement.solvers.contrib import ResultBuilder, model_columns, outcome
 
 INSTALL = "pip install highspy==1.15.1"
 
@@ -211,22 +211,14 @@ _ROW_TOLERANCE = 1e-7
 
 def status_of(status: Any, has_solution: bool, incumbent: float | None, bound: float | None,
               result: ResultBuilder, seconds: float, words: str) -> SolveResult:  # fmt: skip
-    """HiGHS's model status as a :class:`SolveStatus`: OPTIMAL only when HiGHS proved it,
-    never upgraded; anything unforeseen is an ERROR carrying HiGHS's words."""
+    """HiGHS's model status as a :class:`SolveStatus` (the mapping of
+    :func:`~placement.solvers.contrib.outcome`)."""
     import highspy
 
     kind = highspy.HighsModelStatus
-    values = {"objective": incumbent, "bound": bound}
-    if status == kind.kOptimal and has_solution:
-        return result(SolveStatus.OPTIMAL, seconds, "", **values)
-    if status == kind.kTimeLimit:
-        if has_solution:
-            return result(SolveStatus.TIME_LIMIT, seconds, words, **values)
-        return result(SolveStatus.TIME_LIMIT_NO_SOLUTION, seconds, words, bound=bound)
-    if status == kind.kInfeasible:
-        return result(SolveStatus.INFEASIBLE, seconds, words)
-    # Anything else, including "infeasible or unbounded": HiGHS's words, no claim.
-    return result(SolveStatus.ERROR, seconds, words, **values)
+    return outcome(result, seconds, words, has_solution, incumbent, bound,
+                   optimal=status == kind.kOptimal, time_limit=status == kind.kTimeLimit,
+                   infeasible=status == kind.kInfeasible)  # fmt: skip
 
 
 #: Seconds HiGHS may always search, even when handing the model over took its whole limit.
