@@ -118,22 +118,8 @@ def build(variant: str, seed: int = 0) -> onnx.ModelProto:
     m.b.name = f"yolo-{variant}"
     x = m.b.input("images", (1, 3, SIZE, SIZE))
     if variant in ("v5u", "v5u-p2"):
-        x = m.conv(x, 3, 16, 6, 2, "model.0", pad=2)
-        x = m.conv(x, 16, 32, 3, 2, "model.1")
-        p2 = m.c3(x, 32, 32, 1, True, "model.2")
-        x = m.conv(p2, 32, 64, 3, 2, "model.3")
-        p3 = m.c3(x, 64, 64, 2, True, "model.4")
-        x = m.conv(p3, 64, 128, 3, 2, "model.5")
-        p4 = m.c3(x, 128, 128, 3, True, "model.6")
-        x = m.conv(p4, 128, 256, 3, 2, "model.7")
-        x = m.c3(x, 256, 256, 1, True, "model.8")
-        x = m.sppf(x, 256, 256, 5, "model.9")
-        h10 = m.conv(x, 256, 128, 1, 1, "model.10")
-        x = m.b.concat([m.b.upsample_nearest(h10, 2, "/model.11"), p4], "/model.12")
-        x = m.c3(x, 256, 128, 1, False, "model.13")
-        h14 = m.conv(x, 128, 64, 1, 1, "model.14")
-        x = m.b.concat([m.b.upsample_nearest(h14, 2, "/model.15"), p3], "/model.16")
-        o3 = m.c3(x, 128, 64, 1, False, "model.17")
+        p2, p3, p4, h10 = m.backbone(x)
+        h14, o3 = m.top_down(h10, p4, p3)
         levels = []
         if variant == "v5u-p2":
             h = m.conv(o3, 64, 32, 1, 1, "model.p2.0")
@@ -142,10 +128,7 @@ def build(variant: str, seed: int = 0) -> onnx.ModelProto:
             x = m.b.concat([m.conv(o2, 32, 32, 3, 2, "model.p2.4"), h], "/model.p2.5")
             o3 = m.c3(x, 64, 64, 1, False, "model.p2.6")
             levels.append((o2, 32, 4))
-        x = m.b.concat([m.conv(o3, 64, 64, 3, 2, "model.18"), h14], "/model.19")
-        o4 = m.c3(x, 128, 128, 1, False, "model.20")
-        x = m.b.concat([m.conv(o4, 128, 128, 3, 2, "model.21"), h10], "/model.22")
-        o5 = m.c3(x, 256, 256, 1, False, "model.23")
+        o4, o5 = m.bottom_up(o3, h14, h10)
         levels += [(o3, 64, 8), (o4, 128, 16), (o5, 256, 32)]
         out = m.detect(levels, "model.24")
     elif variant in ("v8n", "v8n-p2"):

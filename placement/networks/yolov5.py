@@ -86,6 +86,40 @@ class _Yolo:
         y3 = self.b.maxpool(y2, k, 1, k // 2, f"{path}/m_2")
         return self.conv(self.b.concat([x, y1, y2, y3], path), 4 * c_, c2, 1, 1, f"{p}.cv2")
 
+    def backbone(self, x: str) -> tuple[str, str, str, str]:
+        """YOLOv5n's backbone, SPPF and first neck conv (model.0-10) on the input ``x``:
+        the stride-4, -8 and -16 features (model.2, 4, 6) and model.10's output."""
+        x = self.conv(x, 3, 16, 6, 2, "model.0", pad=2)
+        x = self.conv(x, 16, 32, 3, 2, "model.1")
+        p2 = self.c3(x, 32, 32, 1, True, "model.2")
+        x = self.conv(p2, 32, 64, 3, 2, "model.3")
+        p3 = self.c3(x, 64, 64, 2, True, "model.4")
+        x = self.conv(p3, 64, 128, 3, 2, "model.5")
+        p4 = self.c3(x, 128, 128, 3, True, "model.6")
+        x = self.conv(p4, 128, 256, 3, 2, "model.7")
+        x = self.c3(x, 256, 256, 1, True, "model.8")
+        x = self.sppf(x, 256, 256, 5, "model.9")
+        return p2, p3, p4, self.conv(x, 256, 128, 1, 1, "model.10")
+
+    def top_down(self, h10: str, p4: str, p3: str) -> tuple[str, str]:
+        """The neck's top-down path (model.11-17): model.14's output and the P3 output."""
+        x = self.b.upsample_nearest(h10, 2, "/model.11")
+        x = self.b.concat([x, p4], "/model.12")
+        x = self.c3(x, 256, 128, 1, False, "model.13")
+        h14 = self.conv(x, 128, 64, 1, 1, "model.14")
+        x = self.b.upsample_nearest(h14, 2, "/model.15")
+        x = self.b.concat([x, p3], "/model.16")
+        return h14, self.c3(x, 128, 64, 1, False, "model.17")
+
+    def bottom_up(self, out_p3: str, h14: str, h10: str) -> tuple[str, str]:
+        """The neck's bottom-up path (model.18-23): the P4 and P5 outputs."""
+        x = self.conv(out_p3, 64, 64, 3, 2, "model.18")
+        x = self.b.concat([x, h14], "/model.19")
+        out_p4 = self.c3(x, 128, 128, 1, False, "model.20")
+        x = self.conv(out_p4, 128, 128, 3, 2, "model.21")
+        x = self.b.concat([x, h10], "/model.22")
+        return out_p4, self.c3(x, 256, 256, 1, False, "model.23")
+
     def detect_level(self, x: str, c_in: int, i: int, export: str) -> tuple[str, str]:
         """One Detect level: conv, reshape/permute (raw output), sigmoid and box decoding."""
         b, no, na = self.b, NUM_OUTPUTS, NUM_ANCHORS
@@ -144,31 +178,9 @@ def build_yolov5n(
         raise ValueError(f"export must be one of {EXPORTS}, got {export!r}")
     m = _Yolo(seed, fold_bn)
     x = m.b.input("images", INPUT_SHAPE)
-    x = m.conv(x, 3, 16, 6, 2, "model.0", pad=2)
-    x = m.conv(x, 16, 32, 3, 2, "model.1")
-    x = m.c3(x, 32, 32, 1, True, "model.2")
-    x = m.conv(x, 32, 64, 3, 2, "model.3")
-    p3 = m.c3(x, 64, 64, 2, True, "model.4")
-    x = m.conv(p3, 64, 128, 3, 2, "model.5")
-    p4 = m.c3(x, 128, 128, 3, True, "model.6")
-    x = m.conv(p4, 128, 256, 3, 2, "model.7")
-    x = m.c3(x, 256, 256, 1, True, "model.8")
-    x = m.sppf(x, 256, 256, 5, "model.9")
-    h10 = m.conv(x, 256, 128, 1, 1, "model.10")
-    x = m.b.upsample_nearest(h10, 2, "/model.11")
-    x = m.b.concat([x, p4], "/model.12")
-    x = m.c3(x, 256, 128, 1, False, "model.13")
-    h14 = m.conv(x, 128, 64, 1, 1, "model.14")
-    x = m.b.upsample_nearest(h14, 2, "/model.15")
-    x = m.b.concat([x, p3], "/model.16")
-    out_p3 = m.c3(x, 128, 64, 1, False, "model.17")
-    x = m.conv(out_p3, 64, 64, 3, 2, "model.18")
-    x = m.b.concat([x, h14], "/model.19")
-    out_p4 = m.c3(x, 128, 128, 1, False, "model.20")
-    x = m.conv(out_p4, 128, 128, 3, 2, "model.21")
-    x = m.b.concat([x, h10], "/model.22")
-    out_p5 = m.c3(x, 256, 256, 1, False, "model.23")
-
+    _, p3, p4, h10 = m.backbone(x)
+    h14, out_p3 = m.top_down(h10, p4, p3)
+    out_p4, out_p5 = m.bottom_up(out_p3, h14, h10)
     raws, decoded = [], []
     for i, (feat, c) in enumerate(((out_p3, 64), (out_p4, 128), (out_p5, 256))):
         raw, y = m.detect_level(feat, c, i, export)
