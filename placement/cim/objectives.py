@@ -40,6 +40,7 @@ from typing import Any, TextIO
 import networkx as nx
 import pyomo.environ as pyo
 
+from placement.cim.bounded_search import bounded_schedule
 from placement.cim.cpsat_route import interval_data, retimed_solution, time_unit
 from placement.cim.deadline import (
     CPSAT_SHARE,
@@ -470,15 +471,25 @@ def _solve_stage(
     tick = time.perf_counter()
     deadline = Deadline(options.time_limit)
     feasible = [s for s in known if meets(axis_values(instance, s), bounds)]
-    if route in ("cpsat", "cpsat+highs") and model is None:
-        # The heuristic improves the hint when it meets the bounds (e.g. latency alone).
-        heuristic = heuristic_schedule(instance, seconds=deadline.share(HEURISTIC_SHARE))
-        if meets(axis_values(instance, heuristic), bounds):
-            feasible.append(heuristic)
+    seeds = list(known)
     if name == "energy":
-        greedy = energy_greedy_schedule(instance)
-        if meets(axis_values(instance, greedy), bounds):
-            feasible.append(greedy)
+        seeds.append(energy_greedy_schedule(instance))
+    if route in ("cpsat", "cpsat+highs") and model is None and (
+        (name == "latency" and not bounds) or not any(meets(axis_values(instance, s), bounds)
+                                                      for s in seeds)
+    ):  # fmt: skip
+        # The latency heuristic: the hint for latency alone, a seed where nothing known
+        # meets the bounds (the search below starts from the known placements otherwise).
+        seeds.append(heuristic_schedule(instance, seconds=deadline.share(HEURISTIC_SHARE)))
+    feasible += [s for s in seeds[len(known):] if meets(axis_values(instance, s), bounds)]
+    if model is None and (bounds or name != "latency"):
+        # A near-optimal start from the known placements, a few operators moved: without
+        # one, one CP-SAT worker may neither find nor prove the optimum within minutes
+        # (placement.cim.bounded_search).
+        searched = bounded_schedule(instance, name, bounds, seeds,
+                                    seconds=deadline.share(HEURISTIC_SHARE))  # fmt: skip
+        if searched is not None and meets(axis_values(instance, searched), bounds):
+            feasible.append(searched)
     best = _best(instance, name, feasible)
     cp_bound: float | None = None
     messages = []
