@@ -35,8 +35,10 @@ from placement.cim.schedule import CimSchedule, asap_schedule
 
 #: Evaluations (each four list schedules) the search may make in all, and how many of the
 #: best seeds it descends from.
-DEFAULT_EVALS = 1500
+DEFAULT_EVALS = 400
 DEFAULT_SEEDS = 3
+#: The best assignments found are timed with every seed's sequence too, this many.
+_POLISHED = 5
 _SLACK = 1e-6  # as placement.cim.objectives.BOUND_SLACK: a bound met within it is met
 _REL_IMPROVE = 1e-12
 
@@ -120,77 +122,152 @@ def bounded_schedule(
     if not seeds or ("energy" in {minimize, *bounds} and not instance.has_energy):
         return None
     g = _index_graph(instance)
-    d = _data(instance, g)
-    ev = _Evaluator(g, None if seconds is None else time.perf_counter() + seconds)
-    cache: dict[tuple[bool, ...], tuple[tuple[float, float], list[int]]] = {}
+    search = _Search(_data(instance, g), minimize, dict(bounds),
+                     _Evaluator(g, None if seconds is None else time.perf_counter() + seconds),
+                     max_evals)  # fmt: skip
+    by_assignment: dict[tuple[bool, ...], list[int]] = {}
+    for seed in seeds:  # one seed per assignment, the first given
+        host = tuple(seed.on_host[v] for v in g.names)
+        by_assignment.setdefault(host, _sequence(g, seed))
 
-    def rank(host: list[bool]) -> tuple[float, float]:
-        key = tuple(host)
-        if key not in cache:
-            makespan, order = ev.evaluate(host)
-            values = _values(d, host, makespan)
-            cache[key] = ((_excess(values, bounds), values[minimize]), order)
-        return cache[key][0]
+    def seed_rank(host: tuple[bool, ...]) -> tuple[float, float]:
+        search.reference = by_assignment[host]
+        return search.rank(list(host))
 
-    def better(a: tuple[float, float], b: tuple[float, float]) -> bool:
-        if a[0] != b[0]:
-            return a[0] < b[0]
-        return a[1] < b[1] * (1 - _REL_IMPROVE) - 1e-15
-
-    def used(host: list[bool]) -> int:
-        return sum(g.crossbars[i] for i in d.movable if not host[i])
-
-    starts = {tuple(s.on_host[v] for v in g.names) for s in seeds}
-    ranked = sorted(starts, key=lambda h: rank(list(h)))[:n_seeds]
-    for start in ranked:
-        _descend(list(start), rank, better, used, d, ev, max_evals)
-        if ev.done(max_evals):
+    for start in sorted(by_assignment, key=seed_rank)[:n_seeds]:
+        search.reference = by_assignment[start]
+        search.descend(list(start))
+        if search.spent():
             break
-    feasible = [(k[1], h) for h, (k, _) in cache.items() if k[0] == 0.0]
-    if not feasible:
+    best = search.best(list(by_assignment.values()))
+    if best is None:
         return None
-    _, host = min(feasible)
-    order = cache[host][1]
+    host, order = best
     on_host = {g.names[i]: host[i] for i in range(len(host))}
     return asap_schedule(instance, on_host, [g.names[i] for i in order])
 
 
-def _descend(host: list[bool], rank, better, used, d: _Data, ev: _Evaluator,
-             max_evals: int) -> None:  # fmt: skip
-    """Descent from ``host``: best single flip while one improves, else the first pair of
-    flips that does; stops at a local optimum or when the evaluations run out."""
-    current = rank(host)
-    while not ev.done(max_evals):
-        best, best_move = current, None
-        for i in d.movable:
-            host[i] = not host[i]
-            if used(host) <= d.budget:
-                r = rank(host)
-                if better(r, best):
-                    best, best_move = r, (i,)
-            host[i] = not host[i]
-            if ev.done(max_evals):
-                break
-        if best_move is None:
-            best_move = _first_pair(host, current, rank, better, used, d, ev, max_evals)
-            if best_move is None:
-                return
-            best = None
-        for i in best_move:
-            host[i] = not host[i]
-        current = rank(host) if best is None else best
+def _sequence(g: _Graph, schedule: CimSchedule) -> list[int]:
+    """Every operator by its start in ``schedule`` (ties in topological order): restricted
+    to the host operators of any assignment, a host sequence that precedence allows (a
+    successor starts no earlier than its predecessor finishes)."""
+    return sorted(range(len(g.names)), key=lambda i: (schedule.start[g.names[i]], i))
 
 
-def _first_pair(host: list[bool], current, rank, better, used, d: _Data, ev: _Evaluator,
-                max_evals: int) -> tuple[int, int] | None:  # fmt: skip
-    movable = d.movable
-    for a, i in enumerate(movable):
-        for j in movable[a + 1 :]:
-            if ev.done(max_evals):
-                return None
-            host[i], host[j] = not host[i], not host[j]
-            ok = used(host) <= d.budget and better(rank(host), current)
-            host[i], host[j] = not host[i], not host[j]
-            if ok:
-                return (i, j)
-    return None
+Rank = tuple[float, float]  # (excess over the bounds, value of the minimized axis)
+
+
+class _Search:
+    """The descent's state: every assignment ranked so far, with its host sequence."""
+
+    def __init__(self, d: _Data, minimize: str, bounds: dict[str, float], ev: _Evaluator,
+                 max_evals: int) -> None:  # fmt: skip
+        self.d, self.minimize, self.bounds, self.ev = d, minimize, bounds, ev
+        self.max_evals = max_evals
+        self.ranked: dict[tuple[bool, ...], tuple[Rank, list[int]]] = {}
+        self.reference: list[int] = []  # the sequence of the seed being descended from
+
+    def spent(self) -> bool:
+        return self.ev.done(self.max_evals)
+
+    def rank(self, host: list[bool]) -> Rank:
+        """The assignment's rank, its makespan the best list schedule's (or the reference
+        sequence's, where that is better: a solver's optimal sequence often stays optimal
+        a few operators on, where list scheduling may miss it)."""
+        key = tuple(host)
+        if key not in self.ranked:
+            ev = self.ev
+            makespan, order = ev.evaluate(host)
+            kept = [i for i in self.reference if host[i]]
+            same, _ = ev.schedule(host, ev.durations(host), [], False, forced=kept)
+            if same < makespan:
+                makespan, order = same, kept
+            self.ranked[key] = (self._rank(host, makespan), order)
+        return self.ranked[key][0]
+
+    def _rank(self, host: Sequence[bool], makespan: float) -> Rank:
+        values = _values(self.d, host, makespan)
+        return _excess(values, self.bounds), values[self.minimize]
+
+    def lower_rank(self, host: list[bool]) -> Rank:
+        """A rank no schedule of the assignment beats: its makespan at least the host's
+        work and the longest path (every term of the rank grows with the makespan)."""
+        g = self.d.g
+        finish = [0.0] * len(host)
+        for i in range(len(host)):
+            ready = 0.0
+            for p, transfer in g.preds[i]:
+                t = finish[p] + (transfer if host[p] != host[i] else 0.0)
+                if t > ready:
+                    ready = t
+            finish[i] = ready + (g.t_host[i] if host[i] else g.t_acc[i])  # type: ignore[operator]
+        work = math.fsum(g.t_host[i] for i in range(len(host)) if host[i])
+        return self._rank(host, max(work, max(finish, default=0.0)))
+
+    @staticmethod
+    def better(a: Rank, b: Rank) -> bool:
+        if a[0] != b[0]:
+            return a[0] < b[0]
+        return a[1] < b[1] * (1 - _REL_IMPROVE) - 1e-15
+
+    def promising(self, host: list[bool], than: Rank) -> bool:
+        """Within the crossbar budget and not ruled out by its lower rank."""
+        d = self.d
+        if sum(d.g.crossbars[i] for i in d.movable if not host[i]) > d.budget:
+            return False
+        return tuple(host) in self.ranked or self.better(self.lower_rank(host), than)
+
+    def descend(self, host: list[bool]) -> None:
+        """Best single flip while one improves, else the first pair of flips that does;
+        stops at a local optimum or when the evaluations run out."""
+        current = self.rank(host)
+        while not self.spent():
+            best, move = current, None
+            for i in self.d.movable:
+                host[i] = not host[i]
+                if self.promising(host, best):
+                    r = self.rank(host)
+                    if self.better(r, best):
+                        best, move = r, (i,)
+                host[i] = not host[i]
+                if self.spent():
+                    break
+            if move is None:
+                move = self.first_pair(host, current)
+                if move is None:
+                    return
+            for i in move:
+                host[i] = not host[i]
+            current = self.rank(host)
+
+    def first_pair(self, host: list[bool], current: Rank) -> tuple[int, int] | None:
+        movable = self.d.movable
+        for a, i in enumerate(movable):
+            for j in movable[a + 1 :]:
+                if self.spent():
+                    return None
+                host[i], host[j] = not host[i], not host[j]
+                ok = self.promising(host, current) and self.better(self.rank(host), current)
+                host[i], host[j] = not host[i], not host[j]
+                if ok:
+                    return (i, j)
+        return None
+
+    def best(self, sequences: Sequence[list[int]]) -> tuple[tuple[bool, ...], list[int]] | None:
+        """The feasible assignment with the smallest value and its host sequence, the best
+        assignments timed with each of ``sequences`` too (the seeds' own)."""
+        feasible = sorted((r[1], host) for host, (r, _) in self.ranked.items() if r[0] == 0.0)
+        ev = self.ev
+        for _, host in feasible[:_POLISHED]:
+            durations = ev.durations(host)
+            for sequence in sequences:
+                kept = [i for i in sequence if host[i]]
+                makespan, _ = ev.schedule(host, durations, [], False, forced=kept)
+                rank = self._rank(host, makespan)
+                if self.better(rank, self.ranked[host][0]):
+                    self.ranked[host] = (rank, kept)
+        feasible = [(r[1], host) for host, (r, _) in self.ranked.items() if r[0] == 0.0]
+        if not feasible:
+            return None
+        host = min(feasible)[1]
+        return host, self.ranked[host][1]

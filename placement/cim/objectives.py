@@ -7,10 +7,13 @@ that break ties, in order (lexicographic: each later stage keeps the earlier sta
 optima, within :data:`LEX_SLACK`). :func:`solve_objective` solves one stage after the
 other on the same instance:
 
+* the start: the best feasible schedule known (the given ones, the earlier stage's, the
+  CPU-only one, the latency heuristic's for latency alone or where nothing known meets the
+  bounds, whichever meet them) and the best one the local search of
+  :mod:`placement.cim.bounded_search` finds from them, a few operators moved;
 * the MIP route: the Pyomo model of the formulation (the paper's families and the valid
   bounds), with the axes' blocks, the bounds and the objective, solved by a MIP backend
-  from the best feasible schedule known (the given ones, the earlier stage's, the
-  CPU-only one and the heuristic's, whichever satisfy the bounds);
+  from the start;
 * ``cpsat+highs`` (``auto`` where the formulation is ``tightened``, as for latency): first
   CP-SAT on the interval model with the same objective and bounds in integers, every
   latency and energy rounded down (a relaxation: its bound is valid, its solution is
