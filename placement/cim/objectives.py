@@ -8,8 +8,8 @@ optima, within :data:`LEX_SLACK`). :func:`solve_objective` solves one stage afte
 other on the same instance:
 
 * the start: the best feasible schedule known (the given ones, the earlier stage's, the
-  CPU-only one, the latency heuristic's for latency alone or where nothing known meets the
-  bounds, whichever meet them) and the best one the local search of
+  CPU-only one, the latency heuristic's without bounds or where nothing known meets them,
+  whichever meet the bounds) and the best one the local search of
   :mod:`placement.cim.bounded_search` finds from them, a few operators moved;
 * the MIP route: the Pyomo model of the formulation (the paper's families and the valid
   bounds), with the axes' blocks, the bounds and the objective, solved by a MIP backend
@@ -478,11 +478,11 @@ def _solve_stage(
     if name == "energy":
         seeds.append(energy_greedy_schedule(instance))
     if route in ("cpsat", "cpsat+highs") and model is None and (
-        (name == "latency" and not bounds) or not any(meets(axis_values(instance, s), bounds)
-                                                      for s in seeds)
+        not bounds or not any(meets(axis_values(instance, s), bounds) for s in seeds)
     ):  # fmt: skip
-        # The latency heuristic: the hint for latency alone, a seed where nothing known
-        # meets the bounds (the search below starts from the known placements otherwise).
+        # The latency heuristic: a start without bounds, a seed where nothing known meets
+        # them (under bounds the search below starts from the known placements: on a
+        # front, the neighbouring points, closer than the heuristic's).
         seeds.append(heuristic_schedule(instance, seconds=deadline.share(HEURISTIC_SHARE)))
     feasible += [s for s in seeds[len(known):] if meets(axis_values(instance, s), bounds)]
     if model is None and (bounds or name != "latency"):
