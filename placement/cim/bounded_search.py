@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from placement.cim.instance import CimInstance
@@ -35,10 +35,13 @@ from placement.cim.schedule import CimSchedule, asap_schedule
 
 #: Evaluations (each four list schedules) the search may make in all, and how many of the
 #: best seeds it descends from.
-DEFAULT_EVALS = 400
+DEFAULT_EVALS = 250
 DEFAULT_SEEDS = 3
 #: The best assignments found are timed with every seed's sequence too, this many.
 _POLISHED = 5
+#: A lower rank (a longest path) costs about this many times less than an evaluation
+#: (four list schedules); the search stops after this many per evaluation of its budget.
+_LOWER_RANKS_PER_EVAL = 8
 _SLACK = 1e-6  # as placement.cim.objectives.BOUND_SLACK: a bound met within it is met
 _REL_IMPROVE = 1e-12
 
@@ -74,23 +77,24 @@ def _data(instance: CimInstance, g: _Graph) -> _Data:
     )
 
 
-def _values(d: _Data, host: Sequence[bool], makespan: float) -> dict[str, float]:
-    """Every axis of an assignment whose schedule has ``makespan`` (SI units)."""
+def _values(d: _Data, host: Sequence[bool], makespan: float,
+            axes: Collection[str]) -> dict[str, float]:  # fmt: skip
+    """The ``axes`` of an assignment whose schedule has ``makespan`` (SI units)."""
     g = d.g
-    n = len(host)
+    values = {"latency": makespan}
+    if "crossbars" in axes:
+        values["crossbars"] = float(sum(x for x, h in zip(g.crossbars, host, strict=True)
+                                        if not h))  # fmt: skip
     cut = [e for e in d.edges if host[e[0]] != host[e[1]]]
-    values = {
-        "latency": makespan,
-        "crossbars": float(sum(g.crossbars[i] for i in range(n) if not host[i])),
-        "period": max(
-            math.fsum(g.t_host[i] for i in range(n) if host[i]),
+    if "period" in axes:
+        values["period"] = max(
+            math.fsum(t for t, h in zip(g.t_host, host, strict=True) if h),
             math.fsum(e[2] for e in cut),
-            max((g.t_acc[i] or 0.0 for i in range(n) if not host[i]), default=0.0),
-        ),
-    }
-    if d.has_energy:
+            max((t or 0.0 for t, h in zip(g.t_acc, host, strict=True) if not h), default=0.0),
+        )
+    if "energy" in axes:
         values["energy"] = math.fsum(
-            [d.e_host[i] if host[i] else d.e_acc[i] for i in range(n)]
+            [eh if h else ea for eh, ea, h in zip(d.e_host, d.e_acc, host, strict=True)]
             + [e[3] for e in cut] + [d.p_static * makespan]
         )  # fmt: skip
     return values
@@ -164,11 +168,14 @@ class _Search:
                  max_evals: int) -> None:  # fmt: skip
         self.d, self.minimize, self.bounds, self.ev = d, minimize, bounds, ev
         self.max_evals = max_evals
+        self.axes = {minimize, *bounds}
+        self.lower_ranks = 0  # computed: each a longest path, cheaper than an evaluation
         self.ranked: dict[tuple[bool, ...], tuple[Rank, list[int]]] = {}
         self.reference: list[int] = []  # the sequence of the seed being descended from
 
     def spent(self) -> bool:
-        return self.ev.done(self.max_evals)
+        return (self.ev.done(self.max_evals)
+                or self.lower_ranks >= _LOWER_RANKS_PER_EVAL * self.max_evals)  # fmt: skip
 
     def rank(self, host: list[bool]) -> Rank:
         """The assignment's rank, its makespan the best list schedule's (or the reference
@@ -186,12 +193,13 @@ class _Search:
         return self.ranked[key][0]
 
     def _rank(self, host: Sequence[bool], makespan: float) -> Rank:
-        values = _values(self.d, host, makespan)
+        values = _values(self.d, host, makespan, self.axes)
         return _excess(values, self.bounds), values[self.minimize]
 
     def lower_rank(self, host: list[bool]) -> Rank:
         """A rank no schedule of the assignment beats: its makespan at least the host's
         work and the longest path (every term of the rank grows with the makespan)."""
+        self.lower_ranks += 1
         g = self.d.g
         finish = [0.0] * len(host)
         for i in range(len(host)):
@@ -213,7 +221,7 @@ class _Search:
     def promising(self, host: list[bool], than: Rank) -> bool:
         """Within the crossbar budget and not ruled out by its lower rank."""
         d = self.d
-        if sum(d.g.crossbars[i] for i in d.movable if not host[i]) > d.budget:
+        if sum(x for x, h in zip(d.g.crossbars, host, strict=True) if not h) > d.budget:
             return False
         return tuple(host) in self.ranked or self.better(self.lower_rank(host), than)
 
