@@ -9,7 +9,7 @@ other on the same instance:
 
 * the start: the best feasible schedule known (the given ones, the earlier stage's, the
   CPU-only one, the latency heuristic's without bounds or where nothing known meets them,
-  whichever meet the bounds) and the best one the local search of
+  whichever meet the bounds) and, on the CP-SAT routes, the best one the local search of
   :mod:`placement.cim.bounded_search` finds from them, a few operators moved;
 * the MIP route: the Pyomo model of the formulation (the paper's families and the valid
   bounds), with the axes' blocks, the bounds and the objective, solved by a MIP backend
@@ -485,10 +485,11 @@ def _solve_stage(
         # front, the neighbouring points, closer than the heuristic's).
         seeds.append(heuristic_schedule(instance, seconds=deadline.share(HEURISTIC_SHARE)))
     feasible += [s for s in seeds[len(known):] if meets(axis_values(instance, s), bounds)]
-    if model is None and (bounds or name != "latency"):
+    if route in ("cpsat", "cpsat+highs") and model is None and (bounds or name != "latency"):
         # A near-optimal start from the known placements, a few operators moved: without
         # one, one CP-SAT worker may neither find nor prove the optimum within minutes
-        # (placement.cim.bounded_search).
+        # (placement.cim.bounded_search). HiGHS alone (auto's choice for the graphs with
+        # few parallel branches) proves the fronts measured faster without it.
         searched = bounded_schedule(instance, name, bounds, seeds,
                                     seconds=deadline.share(HEURISTIC_SHARE))  # fmt: skip
         if searched is not None and meets(axis_values(instance, searched), bounds):
