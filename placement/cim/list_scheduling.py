@@ -45,7 +45,7 @@ _REL_IMPROVE = 1e-12  # a move must improve by more than this (relative) to be t
 
 
 @dataclass
-class _Graph:
+class IndexedGraph:
     """The instance as index arrays, in one topological order (index = position)."""
 
     names: list[str]
@@ -61,7 +61,7 @@ class _Graph:
     next_bottleneck: list[int | None]
 
 
-def _index_graph(instance: CimInstance) -> _Graph:
+def indexed_graph(instance: CimInstance) -> IndexedGraph:
     g = instance.graph
     pos = {op.name: i for i, op in enumerate(instance.operators)}
     # Lexicographic by instance order: deterministic whatever networkx's internals do.
@@ -80,7 +80,7 @@ def _index_graph(instance: CimInstance) -> _Graph:
     local_desc = [[idx[w] for w in st["after"][v][1]] for v in topo]
     next_bottleneck = [None if (q := st["after"][v][0]) is None else idx[q] for v in topo]
     ops = [instance.by_name[v] for v in topo]
-    return _Graph(
+    return IndexedGraph(
         names=topo,
         t_host=[op.t_host for op in ops],
         t_acc=[op.t_acc for op in ops],
@@ -93,10 +93,12 @@ def _index_graph(instance: CimInstance) -> _Graph:
     )
 
 
-class _Evaluator:
+class ListScheduler:
     """List scheduling of one assignment; the best makespan over a few priority rules."""
 
-    def __init__(self, g: _Graph, deadline: float | None = None, target: float = -1.0) -> None:
+    def __init__(
+        self, g: IndexedGraph, deadline: float | None = None, target: float = -1.0
+    ) -> None:
         self.g = g
         self.deadline = deadline  # time.perf_counter() value: stop searching after it
         self.target = target  # stop searching once a makespan this low is found
@@ -236,7 +238,7 @@ class _Evaluator:
         return best
 
 
-def _greedy_starts(g: _Graph, budget: int) -> list[list[bool]]:
+def _greedy_starts(g: IndexedGraph, budget: int) -> list[list[bool]]:
     """Starting assignments: all host, then two knapsack greedies over profitable operators."""
     n = len(g.names)
     starts = [[True] * n]
@@ -277,11 +279,11 @@ def heuristic_schedule(
     far, and no longer deterministic under machine load. ``target``: the search stops
     once it found a makespan this low (a lower bound the caller knows: no better exists).
     """
-    g = _index_graph(instance)
+    g = indexed_graph(instance)
     n = len(g.names)
     if max_evals is None:
         max_evals = min(_MAX_EVALS, max(_MIN_EVALS, DEFAULT_WORK // n))
-    ev = _Evaluator(g, None if seconds is None else time.perf_counter() + seconds,
+    ev = ListScheduler(g, None if seconds is None else time.perf_counter() + seconds,
                     -1.0 if target is None else target)  # fmt: skip
     budget = instance.crossbar_budget
     # Half the budget for descents from the greedy starts, the rest for kicks.
@@ -305,8 +307,8 @@ def heuristic_schedule(
 
 
 def _kicks(
-    g: _Graph,
-    ev: _Evaluator,
+    g: IndexedGraph,
+    ev: ListScheduler,
     budget: int,
     best: tuple[float, list[int], list[bool]],
     stop_at: int,
@@ -344,7 +346,12 @@ def _kicks(
 
 
 def _improve_sequence(
-    g: _Graph, ev: _Evaluator, host: list[bool], order: list[int], makespan: float, limit: int
+    g: IndexedGraph,
+    ev: ListScheduler,
+    host: list[bool],
+    order: list[int],
+    makespan: float,
+    limit: int,
 ) -> list[int]:
     """Adjacent swaps in the host sequence (where precedence allows), first improvement."""
     dur = ev.durations(host)
@@ -367,7 +374,7 @@ def _improve_sequence(
 
 
 def _local_search(
-    g: _Graph, ev: _Evaluator, budget: int, host: list[bool], stop_at: int
+    g: IndexedGraph, ev: ListScheduler, budget: int, host: list[bool], stop_at: int
 ) -> tuple[float, list[int], list[bool]]:
     """First-improvement descent: single flips, then pairs of flips (swaps, add or drop two).
 
