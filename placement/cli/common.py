@@ -23,6 +23,7 @@ from placement.profiling.ort.robust import (
     AUTO_TIME_BUDGET,
     AUTO_TOLERANCE,
     MIN_SECONDS,
+    SPACED_PAUSE_SECONDS,
     parse_runs,
 )
 from placement.solvers.names import FORMULATION_NAMES
@@ -149,7 +150,8 @@ def profiling_options(group: argparse._ActionsContainer) -> None:
         type=float,
         default=MIN_SECONDS,
         metavar="S",
-        help=f"ONNX Runtime: when the --runs runs took less, add rounds 0.1 s apart until"
+        help="ONNX Runtime: when the --runs runs took less, add rounds"
+        f" {SPACED_PAUSE_SECONDS:g} s apart until"
         f" the profile spans S seconds (default {MIN_SECONDS:g}; 0: only --runs), so that"
         " it reaches past the slow spells of a shared machine",
     )
