@@ -370,6 +370,7 @@ class NestProfiling:
 
     runs: int
     warmup: int
+    min_seconds: float = MIN_SECONDS  # --min-seconds: the ONNX Runtime profile's span
     memory_limit_gb: float | None = None
     counters: str | None = None  # --counters-source
     host_times: str | None = None
@@ -383,6 +384,7 @@ class NestProfiling:
         return cls(
             runs=args.runs,
             warmup=args.warmup,
+            min_seconds=getattr(args, "min_seconds", MIN_SECONDS),
             memory_limit_gb=args.memory_limit,
             counters=getattr(args, "counters_source", None),
             host_times=getattr(args, "host_times", None),
@@ -427,7 +429,7 @@ def measure_nests(
     profile = profile_nests(
         model, how.runs, how.warmup, progress=progress, lowered=lowered,
         memory_limit_gb=how.memory_limit_gb, counters=how.counters,
-        host_times=how.host_times, cache=how.cache,
+        host_times=how.host_times, cache=how.cache, min_seconds=how.min_seconds,
     )  # fmt: skip
     meta = profile.metadata
     checked = (

@@ -79,6 +79,7 @@ from placement.profiling.dram_bandwidth import measure_dram_read
 from placement.profiling.host import host_description
 from placement.profiling.memory import check_model_memory, check_program_memory
 from placement.profiling.nest_profile import FILE, MEASURED, UNAVAILABLE, NestProfile
+from placement.profiling.ort.robust import MIN_SECONDS
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total); phases below
 SIMULATION_PHASE = "simulating the caches with callgrind"
@@ -157,6 +158,7 @@ def profile_nests(
     markers: str = "auto",
     memory_limit_gb: float | None = None,
     representative_layers: bool = True,
+    min_seconds: float = MIN_SECONDS,
 ) -> NestProfile:
     """Lower ``path``, time its nests, attach counters; see the module doc.
 
@@ -176,7 +178,9 @@ def profile_nests(
     model whose run (in the JIT or in ONNX Runtime) would need more memory than
     ``memory_limit_gb`` (default: half the available memory) is refused before anything
     is allocated (:mod:`placement.profiling.memory`). ``representative_layers``: simulate
-    repeated layers once (module doc; False: every nest).
+    repeated layers once (module doc; False: every nest). ``min_seconds``: the ONNX
+    Runtime profile spans at least this long
+    (:func:`~placement.profiling.ort.measure.measure_runs`).
     """
     from placement.profiling.nest_timing import time_nests  # loads torch-mlir
 
@@ -231,7 +235,7 @@ def profile_nests(
         t_cpu, host_detail, ort_cpu_only, ort_record = _host_times(
             path, program, timing, host_times, onnx_ref is not None,
             runs=runs, warmup=warmup, seed=seed, cache=cache, phase=phase,
-            memory_limit_gb=memory_limit_gb,
+            memory_limit_gb=memory_limit_gb, min_seconds=min_seconds,
         )  # fmt: skip
     counting = {PERF: "counters (perf)", SIMULATED: "cache simulation"}.get(choice.source)
     with phases(counting) if counting else contextlib.nullcontext():
@@ -287,6 +291,7 @@ def _host_times(
     path: Path, program: Any, timing: Any, host_times: str, is_onnx: bool, *,
     runs: int, warmup: int, seed: int, cache: str,
     phase: Callable[[str], Callable[[int, int], None] | None], memory_limit_gb: float | None,
+    min_seconds: float,
 ) -> tuple[dict[str, float], dict[str, Any], float | None, dict[str, Any] | None]:  # fmt: skip
     """Each nest's T_cpu from ``host_times``, the record of how, and (for .onnx) ONNX
     Runtime's CPU-only time and profile summary, measured whatever the source."""
@@ -304,6 +309,7 @@ def _host_times(
     ort_profile = profile_model(
         path, runs=runs, warmup=warmup, intra_op_threads=1, optimization="all",
         seed=seed, cache=cache, progress=phase(ORT_PHASE), memory_limit_gb=memory_limit_gb,
+        min_seconds=min_seconds,
     )  # fmt: skip
     if host_times == "ort":
         t_cpu, detail["apportioning"] = apportion_ort(
@@ -460,7 +466,7 @@ def _ort_summary(profile: Any) -> dict[str, Any]:
     meta = profile.metadata
     keys = ("onnxruntime_version", "optimization", "intra_op_threads", "runs", "warmup",
             "statistic", "cache", "cache_flush_bytes", "total_spread", "machine_load",
-            "warnings", "median_run_wall_seconds", "attribution_rule")  # fmt: skip
+            "warnings", "median_run_wall_seconds", "attribution_rule", "min_seconds")  # fmt: skip
     record = {k: meta.get(k) for k in keys if k in meta}
     record["cpu_only_seconds"] = profile.kernel_total
     record["operator_seconds"] = dict(profile.latencies)

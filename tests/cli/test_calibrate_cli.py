@@ -44,7 +44,7 @@ def env(tmp_path_factory):
     slow.write_text(json.dumps({product: {"32": 1.0}}))
     other = d / "partitioned.json"
     other.write_text(json.dumps({"memory": "partitioned", "pim_times": {product: {"32": 0.0}}}))
-    profile = profile_nests(model, runs=2, warmup=1, counters="none")
+    profile = profile_nests(model, runs=2, warmup=1, counters="none", min_seconds=0)
     saved = d / "gemv.nests.json"
     profile.save(saved)
     return {"dir": d, "model": model, "fast": fast, "slow": slow, "other": other,

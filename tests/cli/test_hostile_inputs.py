@@ -20,7 +20,7 @@ from hostile_inputs import HOSTILE_MLIR, external_data_model, program
 
 ROOT = Path(__file__).resolve().parents[2]
 INT8 = ROOT / "examples" / "resnet_tiny_int8.onnx"
-FAST = ["--runs", "1", "--warmup", "0", "--counters-source", "none"]
+FAST = ["--runs", "1", "--warmup", "0", "--min-seconds", "0", "--counters-source", "none"]
 
 
 def assert_only_one_line(code: int, err: str, *fragments: str) -> None:

@@ -20,7 +20,7 @@ pytest.importorskip("torch_mlir")
 
 from placement.profiling.nest_measure import profile_nests  # noqa: E402
 
-FAST = ["--runs", "2", "--warmup", "1"]
+FAST = ["--runs", "2", "--warmup", "1", "--min-seconds", "0"]
 LLAMA_EXPORT = Path(__file__).resolve().parents[2] / "examples" / "llama_layer_tiny.onnx"
 CORE_ROW = re.compile(r"^\s+(\d+)\s+model\s")  # the model's rows of the per-core table
 
@@ -57,7 +57,7 @@ def env(tmp_path_factory):
     onnx_path = save(add_softmax_model(), d, "m.onnx")
     # No counters: on any machine the rule's "not evaluated" and estimate paths are tested
     # (simulated counters: tests/pim/test_counter_sources.py).
-    profile = profile_nests(onnx_path, runs=2, warmup=1, counters="none")
+    profile = profile_nests(onnx_path, runs=2, warmup=1, counters="none", min_seconds=0)
     profile.save(d / "m.nests.json")
     slow = dataclasses.replace(profile, t_cpu={k: 1e-3 for k in profile.t_cpu})
     slow.save(d / "slow.nests.json")

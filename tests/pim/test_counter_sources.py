@@ -14,7 +14,7 @@ from placement.profiling.counters import SIMULATED_EVENTS, CountersUnavailable
 
 HAVE_SIMULATOR = shutil.which("valgrind") is not None and shutil.which("gcc") is not None
 needs_simulator = pytest.mark.skipif(not HAVE_SIMULATOR, reason="valgrind or gcc not installed")
-FAST = ["--runs", "2", "--warmup", "1"]
+FAST = ["--runs", "2", "--warmup", "1", "--min-seconds", "0"]
 
 ADD = """#map = affine_map<(d0, d1) -> (d0, d1)>
 func.func @main(%a: tensor<64x256xf32> loc("a"), %b: tensor<64x256xf32> loc("b"))
@@ -106,7 +106,7 @@ def test_auto_without_valgrind_keeps_the_times_and_says_why(model, monkeypatch, 
     from placement.profiling.nest_measure import profile_nests
 
     without(monkeypatch, "valgrind")
-    profile = profile_nests(model, runs=1, warmup=0)
+    profile = profile_nests(model, runs=1, warmup=0, min_seconds=0)
     assert profile.counters is None and profile.t_cpu
     reason = profile.counters_unavailable_reason
     assert "no PMU (test)" in reason and "`valgrind`" in reason and "\n" not in reason
@@ -120,7 +120,7 @@ def test_auto_without_pmu_simulates(model, no_pmu, monkeypatch):
     from placement.profiling import nest_measure
     from placement.profiling.nest_measure import profile_nests
 
-    profile = profile_nests(model, runs=1, warmup=0)
+    profile = profile_nests(model, runs=1, warmup=0, min_seconds=0)
     assert profile.counter_source == "simulated" and profile.simulated
     assert set(profile.counters["n000"]) == set(SIMULATED_EVENTS)
     sim = profile.metadata["simulation"]
@@ -128,18 +128,18 @@ def test_auto_without_pmu_simulates(model, no_pmu, monkeypatch):
     assert sim["invocations_per_run"] == profile.metadata["timing"]["invocations_per_run"]
     assert {"I1", "D1", "LL", "ll_level", "source"} <= set(sim["caches"])
     assert sim["valgrind_version"][0].isdigit() and sim["simulation_seconds"] > 0
-    none = profile_nests(model, runs=1, warmup=0, counters="none")
+    none = profile_nests(model, runs=1, warmup=0, min_seconds=0, counters="none")
     assert none.counter_source == "unavailable: not requested"
-    assert profile_nests(model, runs=1, warmup=0, counters=False).counters is None
+    assert profile_nests(model, runs=1, warmup=0, min_seconds=0, counters=False).counters is None
     # auto skips a simulation expected to exceed its budget; an explicit request does not.
     monkeypatch.setattr(nest_measure, "AUTO_SIMULATION_BUDGET_SECONDS", 0.0)
-    skipped = profile_nests(model, runs=1, warmup=0)
+    skipped = profile_nests(model, runs=1, warmup=0, min_seconds=0)
     assert skipped.counters is None
     assert "simulated counters skipped: the cache simulation would take" in (
         skipped.counters_unavailable_reason
     )
     assert "no PMU (test)" in skipped.counters_unavailable_reason
-    assert profile_nests(model, runs=1, warmup=0, counters="simulated").simulated
+    assert profile_nests(model, runs=1, warmup=0, min_seconds=0, counters="simulated").simulated
 
 
 # --------------------------------------------------------------------------- CLI

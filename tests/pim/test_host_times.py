@@ -172,9 +172,18 @@ def profiles(onnx_path):
     from placement.profiling.nest_measure import profile_nests
 
     return {
-        source: profile_nests(onnx_path, runs=2, warmup=1, counters=False, host_times=source)
+        source: profile_nests(onnx_path, runs=2, warmup=1, counters=False, host_times=source,
+                              min_seconds=0.3)
         for source in ("ort", "compiled", "jit")
     }
+
+
+@pytest.mark.integration
+def test_the_onnxruntime_profile_spans_min_seconds(profiles):
+    ort = profiles["ort"].metadata["onnxruntime"]
+    assert ort["min_seconds"] == 0.3
+    # 2 runs of this model take far less than 0.3 s: spaced rounds were added
+    assert ort["runs"] > 2
 
 
 @pytest.mark.integration

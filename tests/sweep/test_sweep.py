@@ -365,7 +365,7 @@ def test_pim_sweep_on_an_elementwise_add(capsys, tmp_path):
         model([add], [tensor("A", [128, 128]), tensor("B", [128, 128])], [tensor("C", [128, 128])]),
         tmp_path, "add.onnx",
     )  # fmt: skip
-    prof = profile_nests(onnx_path, runs=2, warmup=1, counters=False)
+    prof = profile_nests(onnx_path, runs=2, warmup=1, counters=False, min_seconds=0)
     prof.save(tmp_path / "add.nests.json")
     out = tmp_path / "pim"
     code, stdout, err = run(
