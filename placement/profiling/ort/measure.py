@@ -8,8 +8,8 @@ runs the model on deterministic random inputs with ORT's profiler on: ``warmup``
 runs back to back, then the ``runs`` measured runs in *rounds* (the runs of a
 round back to back, a short pause between rounds; ``runs`` is split by
 :func:`~placement.profiling.ort.robust.round_sizes`, e.g. 20 runs = 5 rounds of 4);
-when they would take less than ``min_seconds`` (default 6 s) at the warm-up's pace,
-rounds of 4 runs 0.25 s apart follow, as many as make the measured runs span that long
+when they would take less than ``min_seconds`` (default 8 s) at the warm-up's pace,
+rounds of 4 runs 0.3 s apart follow, as many as make the measured runs span that long
 (the count is fixed before measuring, so the progress line counts to it).
 The trace holds one ``model_run`` event per run; kernel events (``cat == "Node"``)
 are assigned to the run whose window starts last before them, and the warm-up runs
@@ -198,7 +198,7 @@ def measure_runs(
 
     ``runs`` measured runs (or ``"auto"``: rounds until stable within ``tolerance``, or
     ``time_budget`` seconds) after ``warmup`` runs, with ``round_pause`` seconds of sleep
-    between rounds, then rounds 0.25 s apart for as long as the measured runs, at the
+    between rounds, then rounds 0.3 s apart for as long as the measured runs, at the
     warm-up's pace, would span less than ``min_seconds`` (0: only the runs asked for).
     ``progress(done, total)`` is called after every measured run (with
     ``"auto"``, ``total`` is the cap until the last call). ``cache="cold"`` flushes the

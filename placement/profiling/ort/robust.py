@@ -70,12 +70,12 @@ RUNS_PER_ROUND = 4  # nominal runs per round, back to back
 ROUND_PAUSE_SECONDS = 0.005  # sleep between two rounds
 # Measure for at least this long, so that a profile reaches past a slow spell of the
 # machine (benchmarks/README.md, "The quick start's reproducibility": spells last up to
-# ~10 s; a 2 s window read > 5 % high in 20 % of the windows of a 15-minute record, 6 s
-# in 2 %).
-MIN_SECONDS = 6.0
-# Sleep between the rounds that extend a profile to MIN_SECONDS: as many runs as the
-# former 2 s of rounds 0.1 s apart, spread over the longer window.
-SPACED_PAUSE_SECONDS = 0.25
+# ~10 s; in two 15-minute records a 2 s window read > 5 % high in 9-20 % of the windows,
+# 6 s in 2 %, 8 s in 0.5-0.7 %).
+MIN_SECONDS = 8.0
+# Sleep between the rounds that extend a profile to MIN_SECONDS: about as many runs as
+# the former 2 s of rounds 0.1 s apart, spread over the longer window.
+SPACED_PAUSE_SECONDS = 0.3
 SPREAD_WARNING = 0.05  # total_spread above this warns, unless FAST_ROUNDS confirm the minimum
 FAST_ROUNDS = 3  # rounds within SPREAD_WARNING of the fastest round that confirm it
 LOAD_WARNING = 0.5  # busy fraction of the CPUs (others' load) above this warns
