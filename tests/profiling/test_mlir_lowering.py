@@ -187,12 +187,7 @@ def test_weights_stay_in_their_files_until_the_program_runs(tmp_path, external):
 
     model = gemv_model()
     want = onnx.numpy_helper.to_array(model.graph.initializer[0])
-    path = tmp_path / "gemv.onnx"
-    if external:
-        onnx.save(model, str(path), save_as_external_data=True, location="gemv.data",
-                  size_threshold=1024)  # fmt: skip
-    else:
-        onnx.save(model, str(path))
+    path = save(model, tmp_path, "gemv.onnx", external_data="gemv.data" if external else None)
     program = lower_onnx(path)
     weight = program.weights["W"]
     assert isinstance(weight, WeightFile) and weight.shape == (256, 512)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 from onnx import helper
 from onnx_builders import const, model, save, tensor
@@ -66,13 +65,9 @@ def _weight_copies(program) -> list[str]:
 @pytest.mark.parametrize("external", [False, True])
 @pytest.mark.parametrize("batch", [(1, 3), (1, 1, 2)])
 def test_no_weight_copy_nest_and_outputs_equal_onnxruntime(tmp_path, external, batch):
-    path = tmp_path / "model.onnx"
-    proto = projections_model(batch)
-    if external:
-        onnx.save(proto, str(path), save_as_external_data=True, location="model.data",
-                  size_threshold=1024)  # fmt: skip
-    else:
-        onnx.save(proto, str(path))
+    path = save(
+        projections_model(batch), tmp_path, external_data="model.data" if external else None
+    )
     program = lower_onnx(path)
     assert _weight_copies(program) == []
     assert not [n.id for n in program.nests if n.linalg_op == "linalg.transpose"]
