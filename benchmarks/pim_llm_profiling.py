@@ -26,7 +26,10 @@ pim --host-times ort --cache cold -o FILE`` runs (``profile_nests``, counters ``
 the callgrind simulation here, where no PMU counts): the time of each phase
 (``metadata["phase_seconds"]``) and the peak resident set of the profiling process
 (``VmHWM``) and, sampled every 20 ms per phase, of the process plus its children (the
-simulation's driver under valgrind) -- the memory the machine must have. Each peak is
+simulation's driver under valgrind) -- the memory the machine must have. A child forked
+and not yet running its own program is not added: its resident pages are the profiler's,
+shared (counted, they made a 1.58 GB "peak" of GPT-2's 0.79 GB profiler at the fork
+that starts valgrind). Each peak is
 in GB (1e9 B) and as a multiple of the model's weights (its initializers' bytes). The
 machine's 1-minute load average before and after each workload is printed with it.
 
@@ -143,6 +146,14 @@ def _rss(pid: int | str) -> int:
     return 0
 
 
+def _cmdline(pid: int | str) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
+
+
 def _children(pid: int) -> list[int]:
     found: list[int] = []
     try:
@@ -169,9 +180,14 @@ def measure_child(path: str, runs: int, warmup: int, counters: str, save: str) -
     done = threading.Event()
     me = os.getpid()
 
+    # A child forked but not yet exec'd (subprocess with preexec_fn forks) shows the
+    # profiler's own pages, shared copy-on-write, as its resident set: not memory of its
+    # own, so it is not added (its cmdline is still the profiler's).
+    mine = _cmdline(me)
+
     def sample() -> None:
         while not done.is_set():
-            kids = sum(_rss(k) for k in _children(me))
+            kids = sum(_rss(k) for k in _children(me) if _cmdline(k) != mine)
             samples.append((time.time(), _rss(me), kids))
             done.wait(SAMPLE_SECONDS)
 

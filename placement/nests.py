@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from placement.errors import PlacementError
+
 #: What a buffer holds for the program (:attr:`NestOperand.role`).
 INPUT, WEIGHT, OUTPUT, CONSTANT, TEMPORARY = "input", "weight", "output", "constant", "temporary"
 BUFFER_ROLES = (INPUT, WEIGHT, OUTPUT, CONSTANT, TEMPORARY)
@@ -54,6 +56,10 @@ class LoopNest:
     # Dynamic op counts per invocation (module docstring); {} when not measured.
     # Not hashed (a dict is not hashable), but compared.
     body_ops: dict[str, int] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.trip_count < 0:  # Eq. 8's bytes and every time scale with it
+            raise PlacementError(f"nest {self.id!r}: trip count {self.trip_count} is negative")
 
     @property
     def fetch_bytes(self) -> int:

@@ -52,9 +52,19 @@ def model(
     return helper.make_model(graph, opset_imports=imports, ir_version=IR_VERSION)
 
 
-def save(proto: onnx.ModelProto, directory: Path, filename: str = "model.onnx") -> Path:
+def save(
+    proto: onnx.ModelProto,
+    directory: Path,
+    filename: str = "model.onnx",
+    external_data: str | None = None,
+) -> Path:
+    """Write ``proto``; with ``external_data``, tensors of 1 KiB or more go to that file."""
     path = Path(directory) / filename
-    onnx.save(proto, str(path))
+    if external_data:
+        onnx.save(proto, str(path), save_as_external_data=True, location=external_data,
+                  size_threshold=1024)  # fmt: skip
+    else:
+        onnx.save(proto, str(path))
     return path
 
 

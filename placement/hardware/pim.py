@@ -63,6 +63,8 @@ Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
 
   - ``op_instr`` = 1: integer arith.*, memref.load/store, arith.select, arith.negf,
     any other counted op, and the bit-level math.* ops (absf, copysign, ctlz, isnan ...);
+  - ``mul_instr`` = 1: integer multiplies (arith.muli, mulsi_extended,
+    mului_extended): a core without a hardware multiplier emulates them in software;
   - ``fadd_instr`` = 1: float add/subtract/compare/min/max (arith.addf, subf, cmpf,
     maximumf, minimumf, maxnumf, minnumf), int<->float and float width conversions
     (sitofp, uitofp, fptosi, fptoui, extf, truncf) and float rounding (math.floor,
@@ -74,7 +76,7 @@ Defaults (the ``pim-icelake`` preset, also the dataclass defaults):
   - ``transcendental_instr`` = 20: every other math.* op (exp, tanh, erf, log,
     sqrt, rsqrt, powf, sin ...).
 
-  ``fadd_instr``/``fmul_instr`` default to ``op_instr`` and ``fdiv_instr`` to
+  ``mul_instr``/``fadd_instr``/``fmul_instr`` default to ``op_instr`` and ``fdiv_instr`` to
   ``div_instr`` when a file leaves them out (a core with an FPU: files written before
   these keys keep their costs). The pim-icelake core is single-issue, in-order, and
   assumed to have a pipelined FPU, so a plain op is one instruction (loads and stores:
@@ -132,6 +134,7 @@ PIM_KEYS: dict[str, tuple[str, float, bool]] = {
     "bank_gbps_per_core": ("bank_bandwidth_per_core", 1e9, False),
     "t_sync_ns_per_core": ("t_sync_per_core", 1e-9, False),
     "op_instr": ("op_instr", 1.0, False),
+    "mul_instr": ("mul_instr", 1.0, False),
     "fadd_instr": ("fadd_instr", 1.0, False),
     "fmul_instr": ("fmul_instr", 1.0, False),
     "div_instr": ("div_instr", 1.0, False),
@@ -159,13 +162,16 @@ _NEEDED_BY = {
 # docstring), and the memory architecture's (checked against ``memory`` instead).
 _OPTIONAL_KEYS = (
     frozenset(
-        {"op_instr", "fadd_instr", "fmul_instr", "div_instr", "fdiv_instr",
+        {"op_instr", "mul_instr", "fadd_instr", "fmul_instr", "div_instr", "fdiv_instr",
          "transcendental_instr"}
     )
     | _MEMORY_KEYS
 )  # fmt: skip
 # Cost-table fields that, left unset (None), cost what another field costs.
-_FOLLOWS = {"fadd_instr": "op_instr", "fmul_instr": "op_instr", "fdiv_instr": "div_instr"}
+_FOLLOWS = {
+    "mul_instr": "op_instr", "fadd_instr": "op_instr", "fmul_instr": "op_instr",
+    "fdiv_instr": "div_instr",
+}  # fmt: skip
 
 # Op kinds of the instruction cost table (module docstring).
 DIV_OPS = frozenset(
@@ -176,6 +182,7 @@ DIV_OPS = frozenset(
 )  # fmt: skip
 FDIV_OPS = frozenset({"arith.divf", "arith.remf"})
 FMUL_OPS = frozenset({"arith.mulf"})
+MUL_OPS = frozenset({"arith.muli", "arith.mulsi_extended", "arith.mului_extended"})
 FADD_OPS = frozenset(
     {
         "arith.addf", "arith.subf", "arith.cmpf", "arith.maximumf", "arith.minimumf",
@@ -215,6 +222,7 @@ class PimSpec:
     bank_bandwidth_per_core: float = 8e9  # T_pim: PIM-side bank bandwidth per core, B/s
     t_sync_per_core: float = 100e-9  # T_pim: sync/aggregation per participating core, s
     op_instr: float = 1.0  # T_pim cost table: instructions per integer/memref/other op
+    mul_instr: float | None = None  # per integer multiply; None: op_instr
     fadd_instr: float | None = None  # per float add/sub/cmp/convert; None: op_instr
     fmul_instr: float | None = None  # per float multiply; None: op_instr
     div_instr: float = 4.0  # T_pim cost table: instructions per integer division / remainder
@@ -258,6 +266,8 @@ class PimSpec:
             return self.cost("fadd_instr")
         if op_name in FMUL_OPS:
             return self.cost("fmul_instr")
+        if op_name in MUL_OPS:
+            return self.cost("mul_instr")
         if op_name == FMA_OP:  # a multiply and an add in one issue slot
             return self.cost("fmul_instr") + self.cost("fadd_instr") - self.op_instr
         if op_name in DIV_OPS:

@@ -37,9 +37,10 @@ ONNX Runtime's profile, the cache simulation) and ``metadata["machine_load"]`` t
 1-minute load average before and after.
 
 Memory: the phases hold the weights one copy at a time -- the lowering none (they stay
-in their files, :class:`~placement.profiling.mlir.lower.WeightFile`), the JIT timing its
-arguments, released before ONNX Runtime loads the model (mapping the weights from their
-files), the simulation's driver its own (read from the files, in its own process).
+in their files, :class:`~placement.profiling.mlir.weight_layout.WeightFile`, in the
+layout the program reads), the JIT timing its arguments, released before ONNX Runtime
+loads the model (mapping the weights from their files), the simulation's driver its own
+(read from the files, in its own process).
 
 Basic blocks (``profile_loops``): each nest's loops and body segments
 (:class:`placement.blocks.Loop`, :mod:`placement.profiling.mlir.loops`) read from a fresh

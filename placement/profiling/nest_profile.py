@@ -227,6 +227,8 @@ class NestProfile:
                 nests.append(LoopNest.from_json(raw))
             except (TypeError, KeyError, ValueError, AttributeError) as exc:
                 raise bad(f"nest #{i} is not a loop nest ({type(exc).__name__}: {exc})") from None
+            except PlacementError as exc:  # a loop nest, but an impossible one
+                raise bad(str(exc)) from None
         ids = [n.id for n in nests]
         if len(set(ids)) != len(ids):
             raise bad("nest ids are not unique")

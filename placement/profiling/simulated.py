@@ -392,7 +392,7 @@ def write_arguments(
                 nbytes = int(np.prod(arg.shape, dtype=np.int64)) * np.dtype(arg.dtype).itemsize
                 lines.append(f"-1 {nbytes} -")
                 continue
-            if isinstance(value, WeightFile):
+            if isinstance(value, WeightFile) and value.in_file_order:
                 lines.append(f"{value.offset} {value.nbytes} {Path(value.path).absolute()}")
                 continue
             if arg.role == "input":

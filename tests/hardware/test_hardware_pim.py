@@ -41,7 +41,8 @@ def test_icelake_preset_matches_the_paper():
     assert hw.host.arch == "x86_64" and "6330" in hw.host.name
     assert p.memory == "shared" and p.host_cache == pytest.approx(43.3 * 2**20)
     for f in dataclasses.fields(PimSpec):  # dataclass defaults are the preset
-        if f.name in ("fadd_instr", "fmul_instr", "fdiv_instr") and getattr(SPEC, f.name) is None:
+        following = ("mul_instr", "fadd_instr", "fmul_instr", "fdiv_instr")
+        if f.name in following and getattr(SPEC, f.name) is None:
             assert p.cost(f.name) == SPEC.cost(f.name), f.name  # follows op/div_instr
         elif isinstance(getattr(SPEC, f.name), float):
             assert getattr(p, f.name) == pytest.approx(getattr(SPEC, f.name)), f.name
@@ -118,9 +119,20 @@ def test_float_costs_of_a_core_without_fpu():
     assert cost("arith.divsi") == 4  # integer division keeps div_instr
     for op in ("arith.addi", "arith.muli", "memref.load", "arith.negf", "math.absf",
                "arith.select"):  # fmt: skip
-        assert cost(op) == 1, op
+        assert cost(op) == 1, op  # mul_instr unset: an integer multiply follows op_instr
     body = {"memref.load": 2, "memref.store": 1, "arith.mulf": 1}
     assert spec.body_instructions(body) == 3 + 180
+
+
+def test_integer_multiply_cost_of_a_core_without_multiplier():
+    spec = dataclasses.replace(SPEC, op_instr=2, mul_instr=30)
+    cost = spec.op_instructions
+    for op in ("arith.muli", "arith.mulsi_extended", "arith.mului_extended"):
+        assert cost(op) == 30, op
+    assert cost("arith.addi") == cost("arith.mulf") == 2  # float multiply follows op_instr
+    assert spec.body_instructions({"arith.muli": 3, "arith.addi": 3}) == 3 * 30 + 3 * 2
+    with pytest.raises(PlacementError, match="mul_instr"):
+        dataclasses.replace(SPEC, mul_instr=-1)
 
 
 def test_upmem_preset_from_published_characteristics():
@@ -143,8 +155,12 @@ def test_upmem_preset_from_published_characteristics():
         assert words in text, words
     # the measured rates behind the cost table (slide 25): 350 MHz / MOPS - 5 loop instructions
     for cost, mops in (("fadd_instr", 4.91), ("fmul_instr", 1.91), ("div_instr", 11.3),
-                       ("fdiv_instr", 0.34)):  # fmt: skip
+                       ("fdiv_instr", 0.34), ("mul_instr", 10.3)):  # fmt: skip
         assert getattr(p, cost) == pytest.approx(350 / mops - 5, abs=0.5), cost
+    # 32-bit integer multiply is emulated too [slides 26]: a multiply-heavy body costs it
+    assert "[slides 26]" in text
+    assert p.op_instructions("arith.muli") == p.mul_instr == 29
+    assert p.op_instructions("arith.addi") == p.op_instr == 1
     assert p.instr_per_iter == pytest.approx(350 / 58.5, abs=0.05)  # the int32 add loop
 
 
@@ -241,7 +257,7 @@ def test_old_pim_file_without_cost_table_keys(tmp_path):
     values = SPEC.to_file_units()
     for key in ("op_instr", "div_instr", "transcendental_instr"):
         del values[key]
-    assert not {"fadd_instr", "fmul_instr", "fdiv_instr"} & set(values)  # unset: follow
+    assert not {"mul_instr", "fadd_instr", "fmul_instr", "fdiv_instr"} & set(values)  # follow
     lines = "\n".join(f"{k} = {v!r}" for k, v in values.items())
     path = tmp_path / "old.toml"
     path.write_text(f'[host]\nname = "h"\narch = "x86_64"\n[pim]\n{lines}\n')

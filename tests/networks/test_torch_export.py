@@ -56,10 +56,12 @@ def test_llama7b_export_loads_and_lowers(tmp_path):
     program = lower_onnx(path)
     names = {n.name for n in onnx.load(str(path), load_external_data=False).graph.node}
     assert {n.onnx_node for n in program.nests} - {""} <= names
-    # The 202,383,360 parameters, and the folded rotary cos/sin tables of 8 positions.
+    # The 202,383,360 parameters, and the folded rotary cos/sin tables of 8 positions; the
+    # projections' weights in the layout of the batch product that reads them
+    # (placement/profiling/mlir/weight_layout.py: a leading unit axis, no broadcast copy).
     shapes = sorted(a.shape for a in program.weight_args)
     assert shapes == sorted(
-        [(4096, 4096)] * 4 + [(4096, 11008)] * 2 + [(11008, 4096)] + [(4096,)] * 2
+        [(1, 4096, 4096)] * 4 + [(1, 4096, 11008)] * 2 + [(1, 11008, 4096)] + [(4096,)] * 2
         + [(1, 1, 8, 128)] * 2
     )  # fmt: skip
     down = [n for n in program.nests if n.onnx_node == "/mlp/down_proj/MatMul"]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import random
+from pathlib import Path
 
 import pyomo.environ as pyo
 import pytest
@@ -21,6 +23,7 @@ from placement.solvers.base import SolveOptions
 from placement.solvers.registry import BACKENDS
 
 SPEC = PimSpec()
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 MODES = list(itertools.product(("upper_bound", "exact"), ("loop", "operator")))
 KB = 1024
 
@@ -260,3 +263,23 @@ def test_operator_granularity_ties_nests():
     assert loop.on_pim["n000"] != loop.on_pim["n001"] or not loop.on_pim["n000"]
     assert op.on_pim["n000"] == op.on_pim["n001"]
     assert loop.hybrid.total <= op.hybrid.total
+
+
+@pytest.mark.unit
+def test_negative_trip_count_is_refused(tmp_path):
+    from placement.profiling.nest_profile import NestProfile
+
+    acc = operand("a0", 4 * KB, read=True, written=True)
+    with pytest.raises(PlacementError, match=r"^nest 'n000': trip count -1 is negative$"):
+        nest(0, (acc,), trip_count=-1)
+    assert nest(0, (acc,), trip_count=0).fetch_bytes == 0  # a loop that never runs
+    # From a nest profile: one line naming the file and the nest.
+    data = json.loads((GOLDEN / "resnet_tiny.nests.json").read_text())
+    data["nests"][3]["trip_count"] = -2
+    path = tmp_path / "bad.nests.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(PlacementError) as err:
+        NestProfile.load(path)
+    assert str(err.value) == (
+        f"{path}: invalid nest profile: nest 'n003': trip count -2 is negative"
+    )

@@ -187,12 +187,7 @@ def test_weights_stay_in_their_files_until_the_program_runs(tmp_path, external):
 
     model = gemv_model()
     want = onnx.numpy_helper.to_array(model.graph.initializer[0])
-    path = tmp_path / "gemv.onnx"
-    if external:
-        onnx.save(model, str(path), save_as_external_data=True, location="gemv.data",
-                  size_threshold=1024)  # fmt: skip
-    else:
-        onnx.save(model, str(path))
+    path = save(model, tmp_path, "gemv.onnx", external_data="gemv.data" if external else None)
     program = lower_onnx(path)
     weight = program.weights["W"]
     assert isinstance(weight, WeightFile) and weight.shape == (256, 512)
@@ -642,7 +637,12 @@ def test_pytorch_llama_export_lowers_and_matches_onnxruntime():
         assert f"/self_attn/{layer}/MatMul" in origins
     # rotate_half: its Slices are views read by the negation and the concatenation.
     assert {"/self_attn/Neg", "/self_attn/Concat_3", "/self_attn/Softmax", "/Add_1"} <= origins
-    # The projections' weights are arguments, not constants of the program.
-    assert {a.shape for a in program.weight_args} >= {(64, 64), (64, 172), (172, 64)}
+    # The projections' weights are arguments, not constants of the program, in the layout
+    # of the batch-1 product that reads them (weight_layout.py): no per-run copy nest.
+    assert {a.shape for a in program.weight_args} >= {(1, 64, 64), (1, 64, 172), (1, 172, 64)}
+    weights = {f"arg{i}" for i, a in enumerate(program.args) if a.role == "weight"}
+    for nest in program.nests:
+        if any(op.buffer in weights and op.nbytes >= 64 * 64 * 4 for op in nest.operands):
+            assert nest.linalg_op == "linalg.batch_matmul"
     timing = time_nests(program, runs=1, warmup=0, check_against_onnx=LLAMA_EXPORT)
     assert timing.max_abs_error < 1e-4

@@ -27,7 +27,9 @@ Weights are not read: the model is read with its large initializers left in thei
 (``read_onnx(load_weights=False)``, :mod:`placement.weights`), and such a weight is a
 :class:`WeightFile` (where its bytes are) in ``LoweredProgram.weights``; whoever runs the
 program reads it then (``nest_timing.program_arguments``, the simulation's driver), so
-the lowering holds no copy of the weights (the LLaMA-7B layer: 0.81 GB).
+the lowering holds no copy of the weights (the LLaMA-7B layer: 0.81 GB). A weight the
+program would transpose or broadcast on every run is handed to it in the layout its
+product reads (:mod:`placement.profiling.mlir.weight_layout`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from placement.profiling.mlir.extract import (
 )
 from placement.profiling.mlir.passes import error_line, first_line
 from placement.profiling.mlir.policy import check_user_module
+from placement.profiling.mlir.weight_layout import WeightFile, fold_weight_layouts
 from placement.weights import ITEMSIZE, inline, is_reference, tensor_array
 
 try:  # torch-mlir is heavy; import errors surface as a PlacementError on first use
@@ -97,33 +100,6 @@ class ArgInfo:
     role: str  # "input" | "weight" | "output"
     shape: tuple[int, ...]
     dtype: str  # numpy dtype name, e.g. "float32"
-
-
-@dataclass(frozen=True)
-class WeightFile:
-    """A weight left in its file: the raw little-endian bytes of a ``shape`` array of
-    ``dtype`` at ``offset`` of ``path`` (an ONNX model or its external data)."""
-
-    path: Path
-    offset: int
-    shape: tuple[int, ...]
-    dtype: str  # numpy dtype name
-
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
-
-    def read(self, align: int = 64) -> np.ndarray:
-        """The weight's values in a new ``align``-byte aligned array, read from the file
-        (nothing is memory-mapped, so only this copy is resident)."""
-        raw = np.empty(self.nbytes + align, dtype=np.uint8)
-        start = -raw.ctypes.data % align
-        buffer = raw[start : start + self.nbytes]
-        with open(self.path, "rb") as fh:
-            fh.seek(self.offset)
-            if fh.readinto(memoryview(buffer)) != self.nbytes:
-                raise PlacementError(f"{self.path}: weight data ends early (truncated file?)")
-        return buffer.view(self.dtype).reshape(self.shape)
 
 
 @dataclass
@@ -195,6 +171,8 @@ def lower_onnx(
     except Exception as exc:  # onnx raises several types for inconsistent models
         raise PlacementError(f"{path}: ONNX shape inference failed ({first_line(exc)})") from None
     _check_static_values(model.graph, path)
+    # Transposes and batch broadcasts of weights happen here, once, not in the program.
+    layout_folds = fold_weight_layouts(model.graph, weights)
 
     ctx = _context()
     with ctx:
@@ -228,6 +206,7 @@ def lower_onnx(
         metadata={
             "fuse_elementwise": fuse_elementwise,
             "weight_arg_min_bytes": weight_arg_min_bytes,
+            "weight_layout_folds": layout_folds,
             "import_to_linalg_seconds": imported - start,
             "lowering_seconds": time.perf_counter() - start,
         },
