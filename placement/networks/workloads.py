@@ -35,8 +35,9 @@ What ``N`` means (Table 4 of the paper gives sizes but not shapes; these are our
 =========================  ===================================================================
 
 Batch 1 is implicit: layers take a 2-D ``[seq, hidden]`` activation, so every linear
-layer is a 2-D MatMul (torch-mlir lowers a 3-D x 2-D MatMul to a broadcast copy of the
-whole weight first, a nest batch-1 inference would not have).
+layer is a 2-D MatMul (torch-mlir would lower a 3-D x 2-D MatMul to a broadcast copy of
+the whole weight first; the lowering folds that for batch-1 activations,
+:mod:`placement.profiling.mlir.weight_layout`, but these builders do not need it).
 
 Decoder layers are batch-1 decode steps (``seq = 1``). The KV cache is optional: with
 ``past = 0`` the token attends only to itself (softmax over one score), which keeps
