@@ -31,6 +31,7 @@ import pyomo.environ as pyo
 
 from placement.cim.deadline import MIN_SOLVE, Deadline, Phases, end_reserve, phase_limit
 from placement.cim.instance import CimInstance
+from placement.cim.list_scheduling import ListScheduler, indexed_graph
 from placement.cim.schedule import CimSchedule, asap_schedule
 from placement.models.cim_makespan.bounds import window_rows
 from placement.models.cim_makespan.build import build_cim_model, start_values
@@ -92,13 +93,22 @@ def overlapping_pairs(
     return found
 
 
-def solution_schedule(m: pyo.ConcreteModel, instance: CimInstance) -> CimSchedule:
-    """The model's assignment with its host operators in start order, re-timed on the
-    instance: feasible whatever the model's rows were."""
+def solution_schedule(
+    m: pyo.ConcreteModel, instance: CimInstance, scheduler: ListScheduler
+) -> CimSchedule:
+    """The model's assignment, sequenced the better of two ways: its host operators in the
+    model's start order, and the list scheduler's best rule (``scheduler``, on this
+    instance's :func:`~placement.cim.list_scheduling.indexed_graph`); re-timed on the
+    instance, feasible whatever the model's rows were. A relaxation's host operators may
+    overlap, so its own order alone can be poor."""
     on_host = {v: m.host[v].value > 0.5 for v in m.V}
     order = sorted((v for v in m.V if on_host[v]),
                    key=lambda v: (m.start[v].value, m.finish[v].value))  # fmt: skip
-    return asap_schedule(instance, on_host, order)
+    own = asap_schedule(instance, on_host, order)
+    names = scheduler.g.names
+    _, listed = scheduler.evaluate([on_host[v] for v in names])
+    other = asap_schedule(instance, on_host, [names[i] for i in listed])
+    return other if other.makespan < own.makespan else own
 
 
 def solve_lazy_ordering(
@@ -117,6 +127,7 @@ def solve_lazy_ordering(
     backend = get_backend("highs", mip=True)
     phases = Phases(options.monitor)
     parallel = set(instance.parallel_pairs)
+    scheduler = ListScheduler(indexed_graph(instance))
     phases.start("building the relaxation", start.makespan)
     tick = time.perf_counter()
     m = relaxed_model(instance, start.makespan)
@@ -147,7 +158,7 @@ def solve_lazy_ordering(
             bound = result.best_bound
         if not result.status.has_solution:
             break
-        candidate = solution_schedule(m, instance)
+        candidate = solution_schedule(m, instance, scheduler)
         if candidate.makespan < best.makespan:
             best = candidate
         if options.monitor is not None:
