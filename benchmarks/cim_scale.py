@@ -219,9 +219,15 @@ def main() -> None:
                     help="with --yolo: the hardware presets (modelled host latencies)")
     ap.add_argument("--crossbars", default="25,50,100,200", help="with --yolo")
     ap.add_argument("--t-mvm-ns", default="50,100,500,1000", help="with --yolo")
+    ap.add_argument("--bounds", action="store_true",
+                    help="with --yolo: lower bounds instead of the solve (the host work the"
+                    " budget leaves, the longest path, the model without ordering rows)")
     args = ap.parse_args()
     if args.family:
         family_table(args)
+        return
+    if args.yolo and args.bounds:
+        yolo_bounds(args)
         return
     if args.yolo:
         yolo_table(args)
@@ -351,6 +357,45 @@ def yolo_table(args: argparse.Namespace) -> None:
                           f" {res.status.value:>11} {gap:>8} {wall:>7.1f} {load:>5.2f}  {how}",
                           flush=True)  # fmt: skip
     print(f"load (1-min average) after {os.getloadavg()[0]:.2f}")
+
+
+def yolo_bounds(args: argparse.Namespace) -> None:
+    """Per YOLO-like graph and point: lower bounds in ms, from a knapsack (the host work the
+    budget leaves at the least, :func:`placement.cim.frontier.host_work_floor`), the longest
+    path (:func:`placement.cim.frontier.trivial_bound`), and the tightened model without its
+    ordering rows solved by HiGHS (:func:`placement.cim.lazy_ordering.relaxed_model`, the
+    first round of cpsat+highs' second phase), with its solve time; and the heuristic's
+    makespan for scale."""
+    import yolo_like
+
+    from placement.cim.frontier import host_work_floor, max_crossbars, trivial_bound
+    from placement.cim.lazy_ordering import relaxed_model
+    from placement.cim.list_scheduling import heuristic_schedule
+    from placement.models.common import solve_in_seconds
+    from placement.solvers.base import SolveOptions
+    from placement.solvers.registry import get_backend
+
+    print(f"host: {platform.machine()}, {os.cpu_count()} CPUs; load (1-min average) before"
+          f" {os.getloadavg()[0]:.2f}; bounds in ms")
+    print(f"{'graph':<8} {'hardware':<16} {'C':>4} {'MVM':>5} {'knapsack':>9} {'path':>8}"
+          f" {'relaxed':>9} {'relax s':>7} {'heuristic':>9}")
+    for variant in args.yolo.split(","):
+        for hardware in args.hosts.split(","):
+            for crossbars in map(int, args.crossbars.split(",")):
+                for t_mvm in map(float, args.t_mvm_ns.split(",")):
+                    inst = yolo_like.instance(variant, hardware, crossbars, t_mvm)
+                    names = [op.name for op in inst.operators]
+                    top = max_crossbars(inst, names)
+                    knapsack = float(host_work_floor(inst, names, top)[top])
+                    heuristic = heuristic_schedule(inst).makespan
+                    model = relaxed_model(inst, heuristic)
+                    relaxed = solve_in_seconds(model, get_backend("highs", mip=True),
+                                               SolveOptions(time_limit=60.0), what="CIM",
+                                               item="operator")  # fmt: skip
+                    print(f"{variant:<8} {hardware:<16} {crossbars:>4} {t_mvm:>5g}"
+                          f" {1e3 * knapsack:>9.3f} {1e3 * trivial_bound(inst):>8.3f}"
+                          f" {1e3 * relaxed.best_bound:>9.3f} {relaxed.solve_seconds:>7.2f}"
+                          f" {1e3 * heuristic:>9.3f}", flush=True)  # fmt: skip
 
 
 def _build_columns(inst: CimInstance, families: tuple[str, ...], load: bool) -> str:

@@ -16,8 +16,10 @@ Solvers:
   ``tightened`` (or when ``warm_start``);
 * ``cpsat``: OR-Tools CP-SAT on the interval model (``placement.cim.cpsat_route``);
 * ``cpsat+highs``: CP-SAT for half the time limit; unless it proved optimality, HiGHS
-  on the tightened model for the rest with CP-SAT's schedule as start and upper bound;
-  the bound reported is the better of the two (both are valid lower bounds);
+  on the tightened model for the rest with CP-SAT's schedule as start and upper bound,
+  its ordering rows added only where a relaxation's optimum violates them
+  (``placement.cim.lazy_ordering``); the bound reported is the better of the two (both
+  are valid lower bounds);
 * ``auto``: ``cpsat+highs`` where the formulation is ``tightened`` (many parallel
   pairs; why: benchmarks/README.md), a start is allowed and OR-Tools is installed;
   HiGHS otherwise. A Pyomo model of your own is solved as given: its formulation read
@@ -66,6 +68,7 @@ from placement.cim.deadline import (
 from placement.cim.decompose import HANDED_OVER
 from placement.cim.frontier import Block, floor_bound, split
 from placement.cim.instance import CimInstance
+from placement.cim.lazy_ordering import solve_lazy_ordering
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.schedule import CimSchedule, best_start, retime
 from placement.cim.verifier import CimVerification, verify_cim
@@ -690,19 +693,13 @@ def _cpsat_then_highs(
     deadline: Deadline,
     starts: Sequence[tuple[str, CimSchedule]],
 ) -> tuple[SolveResult, CimSchedule | None]:
-    """CP-SAT for half the time left; if not proven, HiGHS (tightened) from its incumbent
-    for the rest."""
+    """CP-SAT for half the time left; if not proven, HiGHS (tightened, its ordering rows
+    added as violated: :mod:`placement.cim.lazy_ordering`) from its incumbent for the rest."""
     r1, first = _cpsat(instance, options, deadline, starts, share=CPSAT_SHARE)
     heur_s = r1.options.get("heuristic_seconds", 0.0)
     if r1.status == SolveStatus.OPTIMAL:
         return dataclasses.replace(r1, solver="cpsat+highs"), first
-    try:
-        r2, sched = solve_mip(instance, "highs", "tightened", options,
-                              starts=[("CP-SAT", first)], deadline=deadline)  # fmt: skip
-    except SolverError as exc:  # HiGHS failed; CP-SAT's verified schedule stands
-        r2, sched = exc.result, None
-    if sched is None:
-        sched = first
+    r2, sched = solve_lazy_ordering(instance, options, first, deadline)
     obj = sched.makespan
     bounds = [b for b in (r1.best_bound, r2.best_bound) if b is not None]
     bound = max(bounds) if bounds else None

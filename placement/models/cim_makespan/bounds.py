@@ -121,16 +121,21 @@ def add_window_big_m(m: pyo.ConcreteModel) -> None:
     row switched off by x or o (coefficient >= 1) never binds. The faithful ``ordering``
     rows are then dominated; ``TIGHTENED_FAMILIES`` omits them.
     """
+    rows = window_rows(m)
+    m.makespan_cap = pyo.Constraint(expr=m.makespan <= m.upper_bound)
+    m.order_uv_window = pyo.Constraint(m.P, rule=lambda m, u, v: rows(u, v)[0])
+    m.order_vu_window = pyo.Constraint(m.P, rule=lambda m, u, v: rows(u, v)[1])
+
+
+def window_rows(m: pyo.ConcreteModel) -> Callable[[str, str], tuple[Any, Any]]:
+    """The two rows of :func:`add_window_big_m` for a parallel pair (u, v) of ``m.P``:
+    u before v when both on the host and o_uv = 1, v before u when o_uv = 0."""
     m_pair = pair_big_m(m)
     host, start, finish, order = lookup(m.host), lookup(m.start), lookup(m.finish), lookup(m.order)
-    m.makespan_cap = pyo.Constraint(expr=m.makespan <= m.upper_bound)
-    m.order_uv_window = pyo.Constraint(
-        m.P,
-        rule=lambda m, u, v: start[v]
-        >= finish[u] - m_pair(u, v) * (3 - host[u] - host[v] - order[u, v]),
-    )
-    m.order_vu_window = pyo.Constraint(
-        m.P,
-        rule=lambda m, u, v: start[u]
-        >= finish[v] - m_pair(v, u) * (2 - host[u] - host[v] + order[u, v]),
-    )
+
+    def rows(u: str, v: str) -> tuple[Any, Any]:
+        o = order[u, v]
+        return (start[v] >= finish[u] - m_pair(u, v) * (3 - host[u] - host[v] - o),
+                start[u] >= finish[v] - m_pair(v, u) * (2 - host[u] - host[v] + o))  # fmt: skip
+
+    return rows
