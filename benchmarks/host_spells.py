@@ -6,10 +6,11 @@ thread, deterministic random inputs), for ``--seconds`` (default 900): every
 Then, for every window length W of ``--windows`` (seconds), it slides a window over the
 record and prints how far the fastest round in the window lies above the fastest of the
 whole record: median, 90th and 99th percentile, maximum, and the share of windows more
-than 5 % above. A profile that spans W seconds at a random moment reads its total that
-much too high (at most: the profile keeps per operator its fastest run, which is never
-slower than the fastest whole run). Also the slow stretches (rounds 12 % or more above
-the record's fastest) with their lengths, and the load before and after.
+than 5 % above: a proxy for how much too high a profile that spans W seconds at a random
+moment reads its total (the profile keeps per operator its fastest run, whose sum is never
+above the fastest whole run's kernels; a run's wall time here also holds ONNX Runtime's
+per-run overhead, so the proxy is not an exact bound). Also the slow stretches (rounds
+12 % or more above the record's fastest) with their lengths, and the load before and after.
 
     python benchmarks/host_spells.py [MODEL] [--seconds 900] [--pause 0.1]
         [--windows 1,2,4,6,8,10] [--json FILE]
