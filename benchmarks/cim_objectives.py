@@ -88,6 +88,8 @@ def throughput_row(instance: Any, time_limit: float) -> dict[str, Any]:
             "bottleneck": bottleneck, "energy_j": energy.total if energy else None,
             "status": p.result.status.value, "gap": p.result.gap,
         }  # fmt: skip
+    # A frame's latency inside the stream (the modulo schedule's, a heuristic's upper bound).
+    out["throughput_optimal"]["stream_latency_s"] = stream.modulo.frame_latency
     out["frame_rate_ratio"] = (out["throughput_optimal"]["frames_per_s"]
                                / out["latency_optimal"]["frames_per_s"])  # fmt: skip
     return out
@@ -143,12 +145,14 @@ def main(argv: list[str] | None = None) -> None:
             results["runs"].append(run)
     print("\n#### Throughput: the latency optimum beside the throughput optimum\n")
     print("| network | preset | latency-optimal: latency | frames/s | bottleneck |"
-          " throughput-optimal: latency | frames/s | bottleneck | frame rate x |")
-    print("|---|---|---:|---:|---|---:|---:|---|---:|")
+          " throughput-optimal: latency | in the stream | frames/s | bottleneck |"
+          " frame rate x |")
+    print("|---|---|---:|---:|---|---:|---:|---:|---|---:|")
     for name, preset, t in throughput:
         a, b = t["latency_optimal"], t["throughput_optimal"]
         print(f"| {name} | {preset} | {fmt_time(a['latency_s'], 4)} | {a['frames_per_s']:.1f} |"
-              f" {a['bottleneck']} | {fmt_time(b['latency_s'], 4)} | {b['frames_per_s']:.1f} |"
+              f" {a['bottleneck']} | {fmt_time(b['latency_s'], 4)} |"
+              f" {fmt_time(b['stream_latency_s'], 4)} | {b['frames_per_s']:.1f} |"
               f" {b['bottleneck']} | {t['frame_rate_ratio']:.3f} |")
     results["load_after"] = os.getloadavg()
     print(f"\nafter: {load()}")

@@ -132,10 +132,21 @@ def modulo_schedule(
     instance: CimInstance, schedule: CimSchedule, period: float | None = None
 ) -> ModuloSchedule:
     """A modulo schedule of ``schedule``'s placement with ``period`` (default the minimum,
-    :func:`minimum_period`): on the host and on the bus the tasks are packed back to back
-    in the order of ``schedule`` (host order, transfers by their producer's finish), each
-    at a phase within the period; every task then starts at its phase plus the fewest
-    whole periods that leave its inputs ready. Raises when ``period`` is below a load."""
+    :func:`minimum_period`), the shortest frame latency of a few constructions. In each,
+    the host's tasks are packed back to back in a cyclic order (the host is the busiest
+    resource or close to it, so its period has no room for gaps) and every task starts at
+    the earliest time its inputs are ready that falls on its phase modulo the period:
+
+    * today's order: the host in ``schedule``'s order, the bus packed by readiness;
+    * the same host order, each transfer at the first free stretch of the bus's cycle once
+      its data is ready (the bus is rarely busy: packing it makes a transfer wait almost a
+      whole period, a frame's latency growing by one period per host-CIM round trip);
+    * host orders read off a stream run by a work-conserving runtime (every resource runs
+      the ready task of the oldest frame; :func:`_work_conserving_starts`): a steady-state
+      frame's host tasks ordered by their start modulo the period.
+
+    A heuristic: the latency it finds is an upper bound of the least one at this period
+    (the single-frame makespan a lower one). Raises when ``period`` is below a load."""
     on_host = schedule.on_host
     loads = resource_loads(instance, on_host)
     period = minimum_period(instance, on_host)[0] if period is None else period
@@ -145,31 +156,127 @@ def modulo_schedule(
             f"period {period:.9g} s is below the load of {short[0]} ({loads[short[0]]:.9g} s)"
         )
     tasks, preds = stream_tasks(instance, on_host)
-    # Cyclic orders: host by the single-frame schedule, bus by when its data is ready.
-    order: dict[str, list[str]] = {HOST: list(schedule.host_order)}
-    order[BUS] = sorted((t for t in tasks if tasks[t].resource == BUS),
-                        key=lambda t: (schedule.finish[tasks[t].edge[0]], t))  # type: ignore[index]
+    # When a task is ready in the single-frame schedule: the order every construction
+    # visits tasks in (a topological order), and today's bus order.
+    single = {t: schedule.start[t] if task.edge is None else schedule.finish[task.edge[0]]
+              for t, task in tasks.items()}  # fmt: skip
+    host_order = list(schedule.host_order)
+    bus_order = sorted((t for t in tasks if tasks[t].resource == BUS), key=lambda t: (single[t], t))
+    candidates = [_phased_starts(tasks, preds, single, period, {HOST: host_order, BUS: bus_order})]
+    candidates.append(_phased_starts(tasks, preds, single, period, {HOST: host_order}))
+    for frame_start in _work_conserving_starts(tasks, preds, single, period):
+        order = sorted(host_order, key=lambda t: (frame_start[t] % period, t))
+        origin = frame_start[order[0]] % period if order else 0.0
+        candidates.append(
+            _phased_starts(tasks, preds, frame_start, period, {HOST: order}, origin)
+        )
+    best = min((c for c in candidates if c is not None),
+               key=lambda c: max(c[0][t] + tasks[t].duration for t in tasks))  # fmt: skip
+    start, order = best
     for t, task in tasks.items():
         if task.resource not in (HOST, BUS):
             order[task.resource] = [t]
+    return ModuloSchedule(period, tasks, start, preds, order)
+
+
+def _phased_starts(
+    tasks: Mapping[str, Task], preds: Mapping[str, list[str]], visit: Mapping[str, float],
+    period: float, packed: Mapping[str, list[str]], origin: float = 0.0,
+) -> tuple[dict[str, float], dict[str, list[str]]] | None:  # fmt: skip
+    """Frame-relative starts, and each shared resource's cyclic order, with the resources
+    in ``packed`` running their tasks back to back in the given order from ``origin``
+    within the cycle, and the bus, when
+    not among them, placing each transfer in the first free stretch of its cycle once its
+    data is ready (None when a transfer finds none long enough). Tasks are visited in
+    the topological order ``visit`` sorts them into."""
     phase: dict[str, float] = {}
-    for resource in (HOST, BUS):
-        at = 0.0
-        for t in order[resource]:
+    for order in packed.values():
+        at = origin
+        for t in order:
             phase[t] = at
             at += tasks[t].duration
     graph = nx.DiGraph()
     graph.add_nodes_from(tasks)
     graph.add_edges_from((p, t) for t, ps in preds.items() for p in ps)
+    busy: list[tuple[float, float]] = []  # the bus's taken stretches of the cycle
     start: dict[str, float] = {}
-    for t in nx.topological_sort(graph):
+    for t in nx.lexicographical_topological_sort(graph, key=lambda t: (visit[t], t)):
         ready = max((start[p] + tasks[p].duration for p in preds[t]), default=0.0)
-        if t in phase:  # a shared resource: its phase, shifted by whole periods
-            stages = 0 if period <= 0 else max(0, math.ceil((ready - phase[t]) / period - 1e-12))
-            start[t] = phase[t] + stages * period
+        if t in phase:  # the first time from `ready` on its phase modulo the period
+            wait = 0.0 if period <= 0 else (phase[t] - ready) % period
+            start[t] = ready + (0.0 if wait > period * (1 - 1e-12) else wait)
+        elif tasks[t].resource == BUS:
+            at = _first_free(busy, ready, tasks[t].duration, period)
+            if at is None:
+                return None
+            start[t] = at
+            busy.append((at % period, at % period + tasks[t].duration))
         else:  # an operator's own crossbars: its copies are a period apart, never overlapping
             start[t] = ready
-    return ModuloSchedule(period, tasks, start, preds, order)
+    order = {resource: list(ts) for resource, ts in packed.items()}
+    if BUS not in packed:
+        order[BUS] = sorted((t for t in tasks if tasks[t].resource == BUS),
+                            key=lambda t: (start[t] % period, t))  # fmt: skip
+    return start, order
+
+
+def _first_free(
+    busy: list[tuple[float, float]], ready: float, duration: float, period: float
+) -> float | None:
+    """The earliest time from ``ready`` at which ``duration`` fits in the cycle of length
+    ``period`` beside the ``busy`` stretches (start in [0, period), end past it when they
+    wrap), or None."""
+    if period <= 0:
+        return ready if not busy else None
+    eps = 1e-12 * period
+    x = ready % period
+    offsets = {x} | {(end - x) % period + x for _, end in busy}  # ready, or a stretch's end
+    for offset in sorted(offsets):
+        s = offset % period
+        if all(not (s < b + shift - eps and a + shift < s + duration - eps)
+               for a, b in busy for shift in (-period, 0.0, period)):  # fmt: skip
+            return ready + (offset - x)
+    return None
+
+
+def _work_conserving_starts(
+    tasks: Mapping[str, Task], preds: Mapping[str, list[str]], single: Mapping[str, float],
+    period: float, frames: int = 96, samples: int = 16,
+) -> list[dict[str, float]]:  # fmt: skip
+    """Frame-relative starts of ``samples`` frames from the second half of a stream of
+    ``frames`` frames released ``period`` apart, run by a work-conserving runtime: every
+    resource, when free, takes the ready task of the oldest frame (ties by ``single``)."""
+    if period <= 0:
+        return []
+    succ: dict[str, list[str]] = {t: [] for t in tasks}
+    for t, ps in preds.items():
+        for p in ps:
+            succ[p].append(t)
+    waiting = {(t, f): len(preds[t]) for t in tasks for f in range(frames)}
+    events: list[tuple[float, int, str, int]] = [  # (time, 0 ready / 1 done, task, frame)
+        (f * period, 0, t, f) for f in range(frames) for t in tasks if not preds[t]
+    ]
+    heapq.heapify(events)
+    queue: dict[str, list[tuple[int, float, str]]] = {}
+    free: dict[str, float] = {}
+    begin: dict[tuple[str, int], float] = {}
+    while events:
+        now, kind, t, f = heapq.heappop(events)
+        if kind == 0:
+            heapq.heappush(queue.setdefault(tasks[t].resource, []), (f, single[t], t))
+        else:
+            for s in succ[t]:
+                waiting[(s, f)] -= 1
+                if waiting[(s, f)] == 0:
+                    heapq.heappush(events, (now, 0, s, f))
+        for resource, q in queue.items():
+            if q and free.get(resource, 0.0) <= now:
+                g, _, u = heapq.heappop(q)
+                begin[(u, g)] = now
+                free[resource] = now + tasks[u].duration
+                heapq.heappush(events, (free[resource], 1, u, g))
+    picked = range(frames // 2, frames, max(1, (frames - frames // 2) // samples))
+    return [{t: begin[(t, f)] - f * period for t in tasks} for f in picked]
 
 
 # --------------------------------------------------------------------------- simulation

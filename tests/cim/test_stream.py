@@ -49,6 +49,27 @@ def test_loads_and_the_minimum_period_of_a_hand_made_placement():
 
 
 @pytest.mark.unit
+def test_a_transfer_does_not_wait_a_whole_period_for_the_bus():
+    """Host a -> CIM b -> host c -> CIM d -> host e, every task 1 s, transfers 0.1 s: the
+    host is busy 3 s per frame, the bus 0.4 s. With the host's cycle a, c, e, c (ready
+    2.2 s after a starts) is on its phase at 4 s and e (ready at 6.2 s) at 8 s: 9 s, the
+    least frame latency at period 3 (the cycle a, e, c gives 11 s). Packing the bus's
+    transfers back to back as well would make each wait for its phase, a period apiece."""
+    ops = [CimOperator("a", 1.0), CimOperator("b", 5.0, 1.0, 1), CimOperator("c", 1.0),
+           CimOperator("d", 5.0, 1.0, 1), CimOperator("e", 1.0)]  # fmt: skip
+    edges = [CimEdge(u, v, 0.1) for u, v in ("ab", "bc", "cd", "de")]
+    instance = CimInstance.build(ops, edges, 2)
+    on_host = {"a": True, "b": False, "c": True, "d": False, "e": True}
+    schedule = asap_schedule(instance, on_host, ["a", "c", "e"])
+    assert schedule.makespan == pytest.approx(5.4)
+    modulo = modulo_schedule(instance, schedule)
+    assert modulo.period == pytest.approx(3.0)
+    assert modulo.frame_latency == pytest.approx(9.0)
+    sim = simulate_stream(instance, modulo)
+    assert sim.ok, sim.violations
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("seed", range(20))
 def test_random_placements_sustain_their_minimum_period(seed):
     rng = random.Random(9100 + seed)
