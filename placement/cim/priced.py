@@ -40,8 +40,12 @@ from placement.solvers.registry import get_backend
 #: The MIP backend of a priced solve when the solver asked for is none (CP-SAT).
 PRICED_FALLBACK_SOLVER = "highs"
 #: From this many parallel pairs, a priced solve on the tightened model with HiGHS adds
-#: the ordering rows as violated (:func:`lazy_ordering_pays`).
-LAZY_MIN_PAIRS = 100
+#: the ordering rows as violated (:func:`lazy_ordering_pays`). Measured on the priced block
+#: solves of benchmarks/cim_scale.py's branched family (1-s limit, both ways on the same
+#: blocks; benchmarks/README.md): at 70-150 pairs the whole model found better placements
+#: (12 of 39 blocks, 2 the other way), from 150 pairs the loop did (8 of 50 vs 1), and from
+#: 500 pairs it proved all 8 blocks in 0.3 s median where the whole model proved none.
+LAZY_MIN_PAIRS = 150
 
 
 def solve_priced(
