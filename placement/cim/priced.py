@@ -7,9 +7,12 @@ seconds each, a lower bound v of min over placements of T + p x crossbars gives 
 budget r the bound T*(r) >= v - p r. It is solved on the Pyomo model of a MIP backend
 (:func:`placement.models.cim_makespan.build.price_crossbars`), from the best of the
 given starts by priced value, whose T + p x crossbars also bounds T at the priced
-optimum (what ``window_big_m`` needs). The schedule read back is re-timed and verified;
-the bound is the solver's (a solve without one reports the longest-path bound, valid
-since the price term is never negative).
+optimum (what ``window_big_m`` needs). A tightened block with many parallel pairs is
+solved with HiGHS by :mod:`placement.cim.lazy_ordering` instead (its ordering rows
+added only where a relaxation's optimum violates them; every round a relaxation of the
+priced model, so every bound valid; :data:`LAZY_MIN_PAIRS`). The schedule read back is
+re-timed and verified; the bound is the solver's (a solve without one reports the
+longest-path bound, valid since the price term is never negative).
 """
 
 from __future__ import annotations
