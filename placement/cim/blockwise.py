@@ -27,7 +27,7 @@ from placement.cim.decompose import Decomposed, decompose
 from placement.cim.frontier import floor_bound
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
-from placement.cim.priced import solve_priced
+from placement.cim.priced import lazy_ordering_pays, solve_priced
 from placement.cim.schedule import CimSchedule, all_host_schedule, best_start
 from placement.errors import PlacementError
 from placement.solvers.base import (
@@ -73,6 +73,8 @@ def block_task(
         known = [first]
         if limit is not None:
             limit = max(limit - (time.perf_counter() - tick), MIN_SOLVE)
+    if price is None and lazy_ordering_pays(sub, settings["formulation"], settings["solver"]):
+        price = 0.0  # a budget solve is the priced one at price 0 (the budget row stays)
     if price is not None:
         return solve_priced(sub, price, formulation=settings["formulation"],
                             solver=settings["solver"], time_limit=limit,
