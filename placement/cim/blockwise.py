@@ -1,6 +1,7 @@
 """The CIM pipeline's decomposed solve: :func:`placement.cim.decompose.decompose` with each
-block solved by the pipeline itself, whole (or priced: :mod:`placement.cim.priced`), in
-this process, in worker processes or on a Dask cluster.
+block solved by the pipeline itself, whole (or priced, and large tightened blocks at a
+budget too: :mod:`placement.cim.priced`), in this process, in worker processes or on a
+Dask cluster.
 
 The pipeline (:func:`placement.cim.pipeline.solve`) passes itself in as ``solve_fn``, so this
 module does not import it: the layers stay a tree. With ``workers > 1`` a round's block
@@ -55,7 +56,9 @@ def block_task(
     """One block solve (picklable: a worker process runs it): its schedule, its bound,
     the model size and the status; a limit below the least worth starting is no solve.
     With ``price``: a priced solve (:func:`placement.cim.priced.solve_priced`), whose
-    bound is of the least makespan + price x crossbars."""
+    bound is of the least makespan + price x crossbars. Without one, a block where
+    :func:`~placement.cim.priced.lazy_ordering_pays` is solved as the priced one at price
+    0 (its ordering rows as violated), otherwise whole by ``solve_fn``."""
     if limit is not None and limit < MIN_SOLVE:
         return best_start(sub, [("known", s) for s in known])[1], 0.0, None, NO_TIME
     if not known and len(sub.parallel_pairs) <= settings["heuristic_pairs"]:

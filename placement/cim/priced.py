@@ -42,8 +42,9 @@ from placement.solvers.registry import get_backend
 
 #: The MIP backend of a priced solve when the solver asked for is none (CP-SAT).
 PRICED_FALLBACK_SOLVER = "highs"
-#: From this many parallel pairs, a priced solve on the tightened model with HiGHS adds
-#: the ordering rows as violated (:func:`lazy_ordering_pays`). Measured on the priced block
+#: From this many parallel pairs, a priced solve on the tightened model with HiGHS (and a
+#: decomposition's block solve at a budget, as price 0) adds the ordering rows as violated
+#: (:func:`lazy_ordering_pays`). Measured on the priced block
 #: solves of benchmarks/cim_scale.py's branched family (1-s limit, both ways on the same
 #: blocks; benchmarks/README.md): at 70-150 pairs the whole model found better placements
 #: (12 of 39 blocks, 2 the other way), from 150 pairs the loop did (8 of 50 vs 1), and from

@@ -13,6 +13,7 @@ import pytest
 from oracles import block_structured_instance, brute_force_makespan, random_instance
 
 from placement.cim import priced
+from placement.cim.blockwise import block_task
 from placement.cim.deadline import Deadline
 from placement.cim.frontier import CIM, HOST, block_instance, split
 from placement.cim.lazy_ordering import overlapping_pairs, relaxed_model, solve_lazy_ordering
@@ -172,3 +173,31 @@ def test_solve_priced_by_the_loop_or_the_whole_model_finds_the_optimum(seed, mon
     monkeypatch.setattr(priced, "LAZY_MIN_PAIRS", 0)
     assert not priced.lazy_ordering_pays(inst, "bounded", "highs")
     assert not priced.lazy_ordering_pays(inst, "tightened", "cbc")
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("seed", range(3))
+def test_a_budget_block_solve_above_the_pair_count_takes_the_loop(seed, monkeypatch):
+    """A decomposition's block solve at a budget (no price) on a tightened block at or
+    above the pair count is the priced loop at price 0: the brute-force optimum within
+    that budget, with a bound below it."""
+    monkeypatch.setattr(priced, "LAZY_MIN_PAIRS", 0)
+    prices = []
+
+    def loop(*args, price=None, **kwargs):  # the real loop, its price noted
+        prices.append(price)
+        return solve_lazy_ordering(*args, price=price, **kwargs)
+
+    monkeypatch.setattr(priced, "solve_lazy_ordering", loop)
+    inst = block_structured_instance(random.Random(seed), 2, width=3, depth=2)
+    block = max((b for b in split(inst)[0] if b.operators), key=lambda b: len(b.operators))
+    sub = block_instance(inst, block, HOST, HOST, inst.crossbar_budget // 2)
+    truth = brute_force_makespan(sub)[0]
+    settings = {"formulation": "tightened", "solver": "highs", "rel_gap": 1e-6,
+                "threads": None, "warm_start": None, "heuristic_pairs": 0}  # fmt: skip
+    schedule, bound, _, status = block_task(solve, sub, None, [all_host_schedule(sub)],
+                                            settings)  # fmt: skip
+    verify_cim(sub, schedule).raise_if_failed()
+    assert prices == [0.0]
+    assert status == "optimal" and schedule.makespan == pytest.approx(truth, rel=1e-6)
+    assert bound <= truth * (1 + 1e-6)
