@@ -1,6 +1,7 @@
 """The CIM pipeline's decomposed solve: :func:`placement.cim.decompose.decompose` with each
-block solved by the pipeline itself, whole (or priced: :mod:`placement.cim.priced`), in
-this process, in worker processes or on a Dask cluster.
+block solved by the pipeline itself, whole (or priced, and large tightened blocks at a
+budget too: :mod:`placement.cim.priced`), in this process, in worker processes or on a
+Dask cluster.
 
 The pipeline (:func:`placement.cim.pipeline.solve`) passes itself in as ``solve_fn``, so this
 module does not import it: the layers stay a tree. With ``workers > 1`` a round's block
@@ -27,7 +28,7 @@ from placement.cim.decompose import Decomposed, decompose
 from placement.cim.frontier import floor_bound
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
-from placement.cim.priced import solve_priced
+from placement.cim.priced import lazy_ordering_pays, solve_priced
 from placement.cim.schedule import CimSchedule, all_host_schedule, best_start
 from placement.errors import PlacementError
 from placement.solvers.base import (
@@ -55,7 +56,9 @@ def block_task(
     """One block solve (picklable: a worker process runs it): its schedule, its bound,
     the model size and the status; a limit below the least worth starting is no solve.
     With ``price``: a priced solve (:func:`placement.cim.priced.solve_priced`), whose
-    bound is of the least makespan + price x crossbars."""
+    bound is of the least makespan + price x crossbars. Without one, a block where
+    :func:`~placement.cim.priced.lazy_ordering_pays` is solved as the priced one at price
+    0 (its ordering rows as violated), otherwise whole by ``solve_fn``."""
     if limit is not None and limit < MIN_SOLVE:
         return best_start(sub, [("known", s) for s in known])[1], 0.0, None, NO_TIME
     if not known and len(sub.parallel_pairs) <= settings["heuristic_pairs"]:
@@ -73,6 +76,8 @@ def block_task(
         known = [first]
         if limit is not None:
             limit = max(limit - (time.perf_counter() - tick), MIN_SOLVE)
+    if price is None and lazy_ordering_pays(sub, settings["formulation"], settings["solver"]):
+        price = 0.0  # a budget solve is the priced one at price 0 (the budget row stays)
     if price is not None:
         return solve_priced(sub, price, formulation=settings["formulation"],
                             solver=settings["solver"], time_limit=limit,

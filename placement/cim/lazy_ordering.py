@@ -19,6 +19,13 @@ so it is feasible for the whole model and hence optimal for it. Every schedule r
 is an assignment and host order re-timed on the instance
 (:func:`placement.cim.schedule.asap_schedule`: feasible by construction), the start
 passed in if none is better; the pipeline verifies it.
+
+Priced (``price`` p: the objective T + p x crossbars of :mod:`placement.cim.priced`, the
+budget row kept): the same argument holds for that objective. The cap T <= UB, with UB
+the priced value of a feasible schedule, removes only placements whose priced value
+exceeds UB (p x crossbars >= 0), never the priced optimum, so each model of the loop is
+still a relaxation of the priced tightened model with that cap, and the window big-M
+stays valid below it (:func:`placement.models.cim_makespan.build.price_crossbars`).
 """
 
 from __future__ import annotations
@@ -32,9 +39,14 @@ import pyomo.environ as pyo
 from placement.cim.deadline import MIN_SOLVE, Deadline, Phases, end_reserve, phase_limit
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import ListScheduler, indexed_graph
-from placement.cim.schedule import CimSchedule, asap_schedule
+from placement.cim.schedule import (
+    CimSchedule,
+    asap_schedule,
+    host_order_by_start,
+    priced_makespan,
+)
 from placement.models.cim_makespan.bounds import window_rows
-from placement.models.cim_makespan.build import build_cim_model, start_values
+from placement.models.cim_makespan.build import build_cim_model, price_crossbars, start_values
 from placement.models.common import solve_in_seconds
 from placement.solvers.base import (
     ModelSize,
@@ -57,13 +69,18 @@ RELAXED_FAMILIES: tuple[str, ...] = (
 _OVERLAP_TOLERANCE = 1e-6
 
 
-def relaxed_model(instance: CimInstance, upper_bound: float) -> pyo.ConcreteModel:
+def relaxed_model(
+    instance: CimInstance, upper_bound: float, price: float | None = None
+) -> pyo.ConcreteModel:
     """The tightened model without ordering rows, with T <= ``upper_bound`` (seconds, the
-    makespan of a feasible schedule) and ``m.lazy_order``, where :func:`add_ordering`
-    puts the rows of the pairs it is given."""
+    makespan of a feasible schedule, or with ``price`` its T + price x crossbars),
+    minimizing T (or T + ``price`` x crossbars), and ``m.lazy_order``, where
+    :func:`add_ordering` puts the rows of the pairs it is given."""
     m = build_cim_model(instance, families=RELAXED_FAMILIES, upper_bound=upper_bound)
     m.makespan_cap = pyo.Constraint(expr=m.makespan <= m.upper_bound)
     m.lazy_order = pyo.ConstraintList()
+    if price is not None:
+        price_crossbars(m, price)
     return m
 
 
@@ -102,8 +119,9 @@ def solution_schedule(
     instance, feasible whatever the model's rows were. A relaxation's host operators may
     overlap, so its own order alone can be poor."""
     on_host = {v: m.host[v].value > 0.5 for v in m.V}
-    order = sorted((v for v in m.V if on_host[v]),
-                   key=lambda v: (m.start[v].value, m.finish[v].value))  # fmt: skip
+    # by start, as a linear extension of precedence: a zero-length operator (a block's
+    # entry) may start a tolerance after its successor in the solver's values
+    order = host_order_by_start(instance, on_host, {v: m.start[v].value for v in m.V})
     own = asap_schedule(instance, on_host, order)
     names = scheduler.g.names
     _, listed = scheduler.evaluate([on_host[v] for v in names])
@@ -116,21 +134,29 @@ def solve_lazy_ordering(
     options: SolveOptions,
     start: CimSchedule,
     deadline: Deadline,
+    *,
+    price: float | None = None,
 ) -> tuple[SolveResult, CimSchedule]:
     """Exact by the loop of the module docstring with HiGHS, from the feasible ``start``
-    (also the models' UB) until ``deadline``; (result in seconds, best schedule).
+    (also the models' UB) until ``deadline``; (result in seconds, best schedule). With
+    ``price``: of T + ``price`` x crossbars instead of T (the result's objective and
+    bound are of that value).
 
     Status OPTIMAL when the best schedule is within ``options.rel_gap`` of the best bound
     (a relaxation's optimum without overlaps closes it); TIME_LIMIT otherwise. The
     result's options record the rounds, the pairs given rows and the bound of each round.
     """
+
+    def value(schedule: CimSchedule) -> float:
+        return schedule.makespan if price is None else priced_makespan(instance, schedule, price)
+
     backend = get_backend("highs", mip=True)
     phases = Phases(options.monitor)
     parallel = set(instance.parallel_pairs)
     scheduler = ListScheduler(indexed_graph(instance))
     phases.start("building the relaxation", start.makespan)
     tick = time.perf_counter()
-    m = relaxed_model(instance, start.makespan)
+    m = relaxed_model(instance, value(start), price)
     build_seconds = time.perf_counter() - tick
     phases.ran("build", build_seconds)
     best, bound, added = start, None, 0
@@ -159,11 +185,11 @@ def solve_lazy_ordering(
         if not result.status.has_solution:
             break
         candidate = solution_schedule(m, instance, scheduler)
-        if candidate.makespan < best.makespan:
+        if value(candidate) < value(best):
             best = candidate
         if options.monitor is not None:
-            options.monitor.improved(best.makespan, bound)
-        if bound is not None and gap_to_lower_bound(best.makespan, bound) <= options.rel_gap:
+            options.monitor.improved(value(best), bound)
+        if bound is not None and gap_to_lower_bound(value(best), bound) <= options.rel_gap:
             proven = True
             break
         if result.status != SolveStatus.OPTIMAL:
@@ -174,7 +200,7 @@ def solve_lazy_ordering(
         add_ordering(m, overlaps)
         added += len(overlaps)
     phases.ran("highs", solve_seconds)
-    gap = None if bound is None else gap_to_lower_bound(best.makespan, bound)
+    gap = None if bound is None else gap_to_lower_bound(value(best), bound)
     recorded = {
         **options.recorded(), "formulation": "tightened, ordering rows as violated",
         "start_makespan": start.makespan, "lazy_rounds": len(rounds),
@@ -182,6 +208,6 @@ def solve_lazy_ordering(
     }  # fmt: skip
     return SolveResult(
         status=SolveStatus.OPTIMAL if proven else SolveStatus.TIME_LIMIT, solver="highs",
-        objective=best.makespan, best_bound=bound, gap=gap, build_seconds=build_seconds,
+        objective=value(best), best_bound=bound, gap=gap, build_seconds=build_seconds,
         solve_seconds=solve_seconds, size=size, message=message, options=recorded,
     ), best

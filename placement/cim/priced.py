@@ -7,21 +7,26 @@ seconds each, a lower bound v of min over placements of T + p x crossbars gives 
 budget r the bound T*(r) >= v - p r. It is solved on the Pyomo model of a MIP backend
 (:func:`placement.models.cim_makespan.build.price_crossbars`), from the best of the
 given starts by priced value, whose T + p x crossbars also bounds T at the priced
-optimum (what ``window_big_m`` needs). The schedule read back is re-timed and verified;
-the bound is the solver's (a solve without one reports the longest-path bound, valid
-since the price term is never negative).
+optimum (what ``window_big_m`` needs). A tightened block with many parallel pairs is
+solved with HiGHS by :mod:`placement.cim.lazy_ordering` instead (its ordering rows
+added only where a relaxation's optimum violates them; every round a relaxation of the
+priced model, so every bound valid; :data:`LAZY_MIN_PAIRS`). The schedule read back is
+re-timed and verified; the bound is the solver's (a solve without one reports the
+longest-path bound, valid since the price term is never negative).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
-from placement.cim.deadline import HEURISTIC_SHARE, MIN_SOLVE
+from placement.cim.deadline import HEURISTIC_SHARE, MIN_SOLVE, Deadline
 from placement.cim.frontier import trivial_bound
 from placement.cim.instance import CimInstance
+from placement.cim.lazy_ordering import solve_lazy_ordering
 from placement.cim.list_scheduling import heuristic_schedule
-from placement.cim.schedule import CimSchedule, all_host_schedule, fitted
+from placement.cim.schedule import CimSchedule, all_host_schedule, fitted, priced_makespan
 from placement.cim.verifier import verify_cim
 from placement.models.cim_makespan.build import (
     build_cim_model,
@@ -31,17 +36,20 @@ from placement.models.cim_makespan.build import (
     start_values,
 )
 from placement.models.common import solve_in_seconds
-from placement.solvers.base import DEFAULT_REL_GAP, ModelSize, SolveOptions
+from placement.solvers.base import DEFAULT_REL_GAP, ModelSize, SolveOptions, SolveResult
 from placement.solvers.names import MIP_BACKENDS
 from placement.solvers.registry import get_backend
 
 #: The MIP backend of a priced solve when the solver asked for is none (CP-SAT).
 PRICED_FALLBACK_SOLVER = "highs"
-
-
-def priced_makespan(instance: CimInstance, schedule: CimSchedule, price: float) -> float:
-    """T + ``price`` x the crossbars ``schedule`` uses (seconds)."""
-    return schedule.makespan + price * schedule.crossbars_used(instance)
+#: From this many parallel pairs, a priced solve on the tightened model with HiGHS (and a
+#: decomposition's block solve at a budget, as price 0) adds the ordering rows as violated
+#: (:func:`lazy_ordering_pays`). Measured on the priced block
+#: solves of benchmarks/cim_scale.py's branched family (1-s limit, both ways on the same
+#: blocks; benchmarks/README.md): at 70-150 pairs the whole model found better placements
+#: (12 of 39 blocks, 2 the other way), from 150 pairs the loop did (8 of 50 vs 1), and from
+#: 500 pairs it proved all 8 blocks in 0.3 s median where the whole model proved none.
+LAZY_MIN_PAIRS = 150
 
 
 def solve_priced(
@@ -75,6 +83,33 @@ def solve_priced(
     floor = trivial_bound(instance)
     if time_limit is not None and time_limit < MIN_SOLVE:
         return start, min(floor, priced_makespan(instance, start, price)), None, "not solved"
+    options = SolveOptions(rel_gap=rel_gap, threads=threads)
+    if lazy_ordering_pays(instance, formulation, solver):
+        result, schedule = solve_lazy_ordering(instance, options, start, Deadline(time_limit),
+                                               price=price)  # fmt: skip
+    else:
+        result, schedule = _solve_whole(instance, price, formulation, solver, time_limit,
+                                        options, start)  # fmt: skip
+    verify_cim(instance, schedule).raise_if_failed()
+    bound = floor if result.best_bound is None else max(result.best_bound, floor)
+    value = priced_makespan(instance, schedule, price)
+    return schedule, min(bound, value), result.size, result.status.value
+
+
+def lazy_ordering_pays(instance: CimInstance, formulation: str, solver: str) -> bool:
+    """Whether a priced solve of ``instance`` adds the tightened model's ordering rows only
+    where a relaxation violates them (:mod:`placement.cim.lazy_ordering`, HiGHS) rather
+    than building them all: with at least :data:`LAZY_MIN_PAIRS` parallel pairs."""
+    return (formulation == "tightened" and solver == "highs"
+            and len(instance.parallel_pairs) >= LAZY_MIN_PAIRS)  # fmt: skip
+
+
+def _solve_whole(
+    instance: CimInstance, price: float, formulation: str, solver: str,
+    time_limit: float | None, options: SolveOptions, start: CimSchedule,
+) -> tuple[SolveResult, CimSchedule]:  # fmt: skip
+    """The priced model of ``formulation`` with every row, from ``start`` (its priced
+    value the model's UB); the better of its solution and ``start``."""
     tick = time.perf_counter()
     upper = priced_makespan(instance, start, price)
     model = build_cim_model(instance, families=formulation_families(formulation),
@@ -82,7 +117,7 @@ def solve_priced(
     price_crossbars(model, price)
     if time_limit is not None:  # the limit covers building the model too
         time_limit = max(time_limit - (time.perf_counter() - tick), MIN_SOLVE)
-    options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads)
+    options = dataclasses.replace(options, time_limit=time_limit)
     values = start_values(model, instance, start)
     result = solve_in_seconds(model, get_backend(solver, mip=True), options, what="CIM",
                               item="operator", start=values)  # fmt: skip
@@ -92,7 +127,4 @@ def solve_priced(
         found = fitted(instance, CimSchedule(**extract_schedule(model, instance)._asdict()))
         if found is not None and priced_makespan(instance, found, price) < upper:
             schedule = found
-    verify_cim(instance, schedule).raise_if_failed()
-    bound = floor if result.best_bound is None else max(result.best_bound, floor)
-    value = priced_makespan(instance, schedule, price)
-    return schedule, min(bound, value), result.size, result.status.value
+    return result, schedule

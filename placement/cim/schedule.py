@@ -186,6 +186,12 @@ def retime(instance: CimInstance, schedule: CimSchedule) -> CimSchedule:
     return asap_schedule(instance, schedule.on_host, order)
 
 
+def priced_makespan(instance: CimInstance, schedule: CimSchedule, price: float) -> float:
+    """T + ``price`` x the crossbars ``schedule`` uses (seconds): the objective of a priced
+    solve (:mod:`placement.cim.priced`)."""
+    return schedule.makespan + price * schedule.crossbars_used(instance)
+
+
 def all_host_schedule(instance: CimInstance) -> CimSchedule:
     """Every operator on the host in a topological order: makespan = CPU-only latency."""
     order = list(nx.lexicographical_topological_sort(instance.graph, key=_op_index(instance)))
