@@ -52,13 +52,20 @@ def block_task(
     known: list[CimSchedule],
     settings: dict[str, Any],
     price: float | None = None,
+    finish_by: float | None = None,
 ) -> BlockOutcome:
     """One block solve (picklable: a worker process runs it): its schedule, its bound,
     the model size and the status; a limit below the least worth starting is no solve.
+    ``finish_by`` (seconds since the epoch) shortens the limit to what is left when the
+    solve starts: a round's solves queue for the workers, and a limit set when the round
+    was handed out would let the last of them run past the deadline.
     With ``price``: a priced solve (:func:`placement.cim.priced.solve_priced`), whose
     bound is of the least makespan + price x crossbars. Without one, a block where
     :func:`~placement.cim.priced.lazy_ordering_pays` is solved as the priced one at price
     0 (its ordering rows as violated), otherwise whole by ``solve_fn``."""
+    if finish_by is not None:
+        now = finish_by - time.time()
+        limit = now if limit is None else min(limit, now)
     if limit is not None and limit < MIN_SOLVE:
         return best_start(sub, [("known", s) for s in known])[1], 0.0, None, NO_TIME
     if not known and len(sub.parallel_pairs) <= settings["heuristic_pairs"]:
@@ -99,11 +106,13 @@ def _on_dask(
     solve_fn: Callable[..., Any],
     settings: dict[str, Any],
     jobs: list[tuple[CimInstance, float | None, list[CimSchedule], float | None]],
+    finish_by: float | None,
 ) -> list[BlockOutcome]:
     """A round's block solves on a Dask cluster, results in order; the round's tasks are
     cancelled when this process is interrupted or one of them fails."""
     futures = [client.submit(block_task, solve_fn, sub, limit, known, settings, price,
-                             pure=False) for sub, limit, known, price in jobs]  # fmt: skip
+                             finish_by, pure=False)
+               for sub, limit, known, price in jobs]  # fmt: skip
     try:
         return client.gather(futures)
     except BaseException as exc:
@@ -166,6 +175,10 @@ def solve_decomposed(
         now = deadline.left()
         return None if now is None else max(now - reserve, 0.0)
 
+    def finish_by() -> float | None:  # wall clock: worker processes and hosts share it
+        now = left()
+        return None if now is None else time.time() + now
+
     monitor = options.monitor
     phases = Phases(monitor)
     phases.start("decomposition")
@@ -177,7 +190,8 @@ def solve_decomposed(
             parallel = cluster_threads(client)
 
             def solve_batch(jobs):
-                return [keep(o) for o in _on_dask(client, solve_fn, settings, jobs)]
+                return [keep(o) for o in _on_dask(client, solve_fn, settings, jobs,
+                                                  finish_by())]
 
         elif workers > 1:
             parallel = workers
@@ -185,8 +199,10 @@ def solve_decomposed(
 
             def solve_batch(jobs):
                 try:
+                    end = finish_by()
                     futures = [pool.submit(block_task, solve_fn, sub, limit, known, settings,
-                                           price) for sub, limit, known, price in jobs]  # fmt: skip
+                                           price, end)
+                               for sub, limit, known, price in jobs]  # fmt: skip
                     return [keep(f.result()) for f in futures]
                 except BrokenProcessPool as exc:
                     raise PlacementError(

@@ -285,3 +285,33 @@ def test_a_model_of_your_own_is_not_decomposed():
         solve(inst, model=build_model(inst, "bounded"), method="decomposition")
     with pytest.raises(PlacementError, match="unknown method"):
         solve(inst, method="blocks")
+
+
+@pytest.mark.solver
+def test_a_queued_block_solve_gets_only_the_time_left_when_it_starts():
+    """A round's block solves queue for the workers; each is limited by the round's
+    deadline as it starts (``finish_by``), not by the share it was handed: past the
+    deadline it is no solve, before it the solver gets at most what is left."""
+    import time
+
+    from placement.cim.blockwise import NO_TIME, block_task
+    from placement.cim.schedule import all_host_schedule
+
+    inst = random_instance(random.Random(5), 8, edge_prob=0.3)
+    start = all_host_schedule(inst)
+    settings = {"formulation": "tightened", "solver": "highs", "rel_gap": 1e-6,
+                "threads": 1, "warm_start": None, "heuristic_pairs": 100}  # fmt: skip
+    schedule, bound, _, status = block_task(solve, inst, 30.0, [start], settings,
+                                            finish_by=time.time() - 1.0)  # fmt: skip
+    assert status == NO_TIME and schedule.makespan == start.makespan and bound == 0.0
+    limits = []
+
+    def noted(*args, time_limit=None, **kwargs):  # the pipeline's solve, its limit noted
+        limits.append(time_limit)
+        return solve(*args, time_limit=time_limit, **kwargs)
+
+    schedule, _, _, status = block_task(noted, inst, 30.0, [start], settings,
+                                        finish_by=time.time() + 5.0)  # fmt: skip
+    verify_cim(inst, schedule).raise_if_failed()
+    assert len(limits) == 1 and limits[0] <= 5.0
+    assert status == "optimal"
