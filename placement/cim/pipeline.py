@@ -112,7 +112,8 @@ AUTO_DECOMPOSE_MAX_BLOCK_SHARE = 0.5
 #: than the whole model). Since block solves add ordering rows as violated the blocks
 #: close further: at half the time, family row 13 of benchmarks/cim_scale.py handed over
 #: at 1.34 % and ended there, where the decomposition alone reached 0.017 % (at three
-#: quarters it does not hand over: 0.039 %; benchmarks/README.md)...
+#: quarters its whole model is not tried, too slow to build for the quarter left: 0.039 %;
+#: benchmarks/README.md)...
 AUTO_DECOMPOSITION_SHARE = 0.75
 #: ... unless building the whole model would take more than this share of its time: then
 #: it could not search, and the decomposition gets all of the time. The decomposition
