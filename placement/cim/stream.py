@@ -163,7 +163,8 @@ def modulo_schedule(
     host_order = list(schedule.host_order)
     bus_order = sorted((t for t in tasks if tasks[t].resource == BUS), key=lambda t: (single[t], t))
     candidates = [_phased_starts(tasks, preds, single, period, {HOST: host_order, BUS: bus_order})]
-    candidates.append(_phased_starts(tasks, preds, single, period, {HOST: host_order}))
+    if period > 0:  # else every task takes no time: nothing waits
+        candidates.append(_phased_starts(tasks, preds, single, period, {HOST: host_order}))
     for frame_start in _work_conserving_starts(tasks, preds, single, period):
         order = sorted(host_order, key=lambda t: (frame_start[t] % period, t))
         origin = frame_start[order[0]] % period if order else 0.0
@@ -183,12 +184,11 @@ def _phased_starts(
     tasks: Mapping[str, Task], preds: Mapping[str, list[str]], visit: Mapping[str, float],
     period: float, packed: Mapping[str, list[str]], origin: float = 0.0,
 ) -> tuple[dict[str, float], dict[str, list[str]]] | None:  # fmt: skip
-    """Frame-relative starts, and each shared resource's cyclic order, with the resources
-    in ``packed`` running their tasks back to back in the given order from ``origin``
-    within the cycle, and the bus, when
-    not among them, placing each transfer in the first free stretch of its cycle once its
-    data is ready (None when a transfer finds none long enough). Tasks are visited in
-    the topological order ``visit`` sorts them into."""
+    """Frame-relative starts, and each shared resource's cyclic order. The resources in
+    ``packed`` run their tasks back to back in the given order from ``origin`` within the
+    cycle; the bus, when not among them, places each transfer in the first free stretch
+    of its cycle once its data is ready (None when a transfer finds none long enough).
+    Tasks are visited in the topological order ``visit`` sorts them into."""
     phase: dict[str, float] = {}
     for order in packed.values():
         at = origin
@@ -216,7 +216,7 @@ def _phased_starts(
     order = {resource: list(ts) for resource, ts in packed.items()}
     if BUS not in packed:
         order[BUS] = sorted((t for t in tasks if tasks[t].resource == BUS),
-                            key=lambda t: (start[t] % period, t))  # fmt: skip
+                            key=lambda t: (start[t] % period if period > 0 else start[t], t))
     return start, order
 
 
@@ -241,13 +241,16 @@ def _first_free(
 
 def _work_conserving_starts(
     tasks: Mapping[str, Task], preds: Mapping[str, list[str]], single: Mapping[str, float],
-    period: float, frames: int = 96, samples: int = 16,
+    period: float, frames: int = 96, samples: int = 16, task_runs: int = 200_000,
 ) -> list[dict[str, float]]:  # fmt: skip
     """Frame-relative starts of ``samples`` frames from the second half of a stream of
     ``frames`` frames released ``period`` apart, run by a work-conserving runtime: every
-    resource, when free, takes the ready task of the oldest frame (ties by ``single``)."""
-    if period <= 0:
+    resource, when free, takes the ready task of the oldest frame (ties by ``single``).
+    Large graphs simulate fewer frames (at most ``task_runs`` task runs, at least 8
+    frames) so that the simulation stays a fraction of a solve."""
+    if period <= 0 or not tasks:
         return []
+    frames = max(8, min(frames, task_runs // len(tasks)))
     succ: dict[str, list[str]] = {t: [] for t in tasks}
     for t, ps in preds.items():
         for p in ps:

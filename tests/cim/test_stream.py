@@ -97,3 +97,13 @@ def test_a_period_below_the_busiest_load_is_caught():
     assert any("later than the schedule's frame latency" in v for v in sim.violations)
     claim = simulate_stream(instance, modulo, claimed_period=2.0)
     assert not claim.ok and "below the schedule's" in claim.violations[0]
+
+
+@pytest.mark.unit
+def test_a_placement_that_takes_no_time_streams_at_period_zero():
+    ops = [CimOperator("a", 0.0), CimOperator("b", 0.0, 0.0, 1), CimOperator("c", 0.0)]
+    instance = CimInstance.build(ops, [CimEdge("a", "b", 0.0), CimEdge("b", "c", 0.0)], 1)
+    schedule = asap_schedule(instance, {"a": True, "b": False, "c": True}, ["a", "c"])
+    modulo = modulo_schedule(instance, schedule)
+    assert modulo.period == 0.0 and modulo.frame_latency == 0.0
+    assert simulate_stream(instance, modulo).ok
