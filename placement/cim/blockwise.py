@@ -175,7 +175,7 @@ def solve_decomposed(
         now = deadline.left()
         return None if now is None else max(now - reserve, 0.0)
 
-    def finish_by() -> float | None:  # wall clock: worker processes and hosts share it
+    def finish_by() -> float | None:  # wall clock, as Dask hosts' clocks agree (NTP)
         now = left()
         return None if now is None else time.time() + now
 

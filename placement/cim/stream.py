@@ -162,14 +162,18 @@ def modulo_schedule(
               for t, task in tasks.items()}  # fmt: skip
     host_order = list(schedule.host_order)
     bus_order = sorted((t for t in tasks if tasks[t].resource == BUS), key=lambda t: (single[t], t))
-    candidates = [_phased_starts(tasks, preds, single, period, {HOST: host_order, BUS: bus_order})]
+    graph = nx.DiGraph()
+    graph.add_nodes_from(tasks)
+    graph.add_edges_from((p, t) for t, ps in preds.items() for p in ps)
+    candidates = [_phased_starts(tasks, preds, graph, single, period,
+                                 {HOST: host_order, BUS: bus_order})]  # fmt: skip
     if period > 0:  # else every task takes no time: nothing waits
-        candidates.append(_phased_starts(tasks, preds, single, period, {HOST: host_order}))
+        candidates.append(_phased_starts(tasks, preds, graph, single, period, {HOST: host_order}))
     for frame_start in _work_conserving_starts(tasks, preds, single, period):
         order = sorted(host_order, key=lambda t: (frame_start[t] % period, t))
         origin = frame_start[order[0]] % period if order else 0.0
         candidates.append(
-            _phased_starts(tasks, preds, frame_start, period, {HOST: order}, origin)
+            _phased_starts(tasks, preds, graph, frame_start, period, {HOST: order}, origin)
         )
     best = min((c for c in candidates if c is not None),
                key=lambda c: max(c[0][t] + tasks[t].duration for t in tasks))  # fmt: skip
@@ -181,23 +185,22 @@ def modulo_schedule(
 
 
 def _phased_starts(
-    tasks: Mapping[str, Task], preds: Mapping[str, list[str]], visit: Mapping[str, float],
-    period: float, packed: Mapping[str, list[str]], origin: float = 0.0,
+    tasks: Mapping[str, Task], preds: Mapping[str, list[str]], graph: nx.DiGraph,
+    visit: Mapping[str, float], period: float, packed: Mapping[str, list[str]],
+    origin: float = 0.0,
 ) -> tuple[dict[str, float], dict[str, list[str]]] | None:  # fmt: skip
     """Frame-relative starts, and each shared resource's cyclic order. The resources in
     ``packed`` run their tasks back to back in the given order from ``origin`` within the
     cycle; the bus, when not among them, places each transfer in the first free stretch
     of its cycle once its data is ready (None when a transfer finds none long enough).
-    Tasks are visited in the topological order ``visit`` sorts them into."""
+    Tasks are visited in the topological order of ``graph`` (``preds`` as edges) that
+    ``visit`` sorts them into."""
     phase: dict[str, float] = {}
     for order in packed.values():
         at = origin
         for t in order:
             phase[t] = at
             at += tasks[t].duration
-    graph = nx.DiGraph()
-    graph.add_nodes_from(tasks)
-    graph.add_edges_from((p, t) for t, ps in preds.items() for p in ps)
     busy: list[tuple[float, float]] = []  # the bus's taken stretches of the cycle
     start: dict[str, float] = {}
     for t in nx.lexicographical_topological_sort(graph, key=lambda t: (visit[t], t)):
