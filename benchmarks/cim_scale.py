@@ -211,7 +211,9 @@ def main() -> None:
                     " at these sizes, e.g. 500,2000,10000, instead of the fork-join table")
     ap.add_argument("--shapes", type=int, default=8, help="shapes of the family grid")
     ap.add_argument("--only", metavar="ROWS", help="with --family: only these row numbers")
-    ap.add_argument("--workers", type=int, default=1, help="block solves' worker processes")
+    ap.add_argument("--workers", default="auto",
+                    help="block solves' worker processes: a number, or auto (the default,"
+                    " as `placement solve`'s: the usable CPUs when it decomposes)")
     ap.add_argument("--yolo", metavar="VARIANTS",
                     help="solve YOLO-like graphs (benchmarks/yolo_like.py: v5u, v5u-p2, v8n,"
                     " v8n-p2) at every point of the paper's grid instead")
@@ -258,7 +260,8 @@ def main() -> None:
             if args.solve:
                 tick = time.perf_counter()
                 placed = solve(inst, formulation=args.formulation, solver=args.solver,
-                               time_limit=args.time_limit, method=args.method)  # fmt: skip
+                               time_limit=args.time_limit, method=args.method,
+                               workers=_workers(args))  # fmt: skip
                 wall = time.perf_counter() - tick
                 gap = placed.result.gap
                 opts = placed.result.options
@@ -305,9 +308,8 @@ def _family_row(row: int, n: int, shape: Shape, inst: CimInstance,
             f" {len(blocks):>6} {big:>4} {inst.crossbar_budget:>6}")
     load = os.getloadavg()[0]
     tick = time.perf_counter()
-    extra = {"workers": args.workers} if args.workers > 1 else {}
     placed = solve(inst, formulation=args.formulation, solver=args.solver,
-                   time_limit=args.time_limit, method=method, **extra)  # fmt: skip
+                   time_limit=args.time_limit, method=method, workers=_workers(args))  # fmt: skip
     wall = time.perf_counter() - tick
     res = placed.result
     gap = "-" if res.gap is None else f"{100 * res.gap:.3f}"
@@ -315,13 +317,19 @@ def _family_row(row: int, n: int, shape: Shape, inst: CimInstance,
     opts = res.options
     how = opts.get("method", "?")
     if "block_solves" in opts:
-        how += f" ({opts['block_solves']} block solves)"
+        where = f" in {opts['workers']} workers" if opts.get("workers", 1) > 1 else ""
+        how += f" ({opts['block_solves']} block solves{where})"
     if opts.get("method_kept"):
         how += f"; kept: {opts['method_kept']}"
     elif opts.get("method_choice"):
         how += f"; {opts['method_choice']}"
     return (f"{head} {res.status.value:>11} {gap:>8} {wall:>7.1f} {load:>5.2f}  {shape.label():<52}"
             f" {how}")
+
+
+def _workers(args: argparse.Namespace) -> int | str:
+    """``--workers`` as :func:`placement.cim.pipeline.solve` takes it."""
+    return args.workers if args.workers == "auto" else int(args.workers)
 
 
 def yolo_table(args: argparse.Namespace) -> None:
@@ -346,7 +354,8 @@ def yolo_table(args: argparse.Namespace) -> None:
                     load = os.getloadavg()[0]
                     tick = time.perf_counter()
                     placed = solve(inst, formulation=args.formulation, solver=args.solver,
-                                   time_limit=args.time_limit, method=args.method)  # fmt: skip
+                                   time_limit=args.time_limit, method=args.method,
+                                   workers=_workers(args))  # fmt: skip
                     wall = time.perf_counter() - tick
                     res = placed.result
                     assert placed.verification is not None and placed.verification.ok

@@ -7,8 +7,9 @@ The pipeline (:func:`placement.cim.pipeline.solve`) passes itself in as ``solve_
 module does not import it: the layers stay a tree. With ``workers > 1`` a round's block
 solves run in that many spawned processes (:func:`placement.solvers.workers.process_pool`:
 they die with this one and leave Ctrl-C to it); each worker imports the pipeline once
-(two spawned workers were ready in 1.0-1.2 s on the project's 2-core VM at load 0.9;
-paid in the first round). With a Dask ``client``, they run on its cluster (whose
+(two spawned workers were ready in 1.0-1.2 s on the project's 2-core VM at load 0.9).
+Until they are, this process solves the blocks itself, so a decomposition that ends
+sooner does not wait for them. With a Dask ``client``, they run on its cluster (whose
 workers need this package installed). Either way each block solve uses one solver
 thread unless the caller set ``threads``. Blocks are independent, so results are the
 same as in one process, up to what time-limited block solves find in their time (each
@@ -17,6 +18,7 @@ gets its share of the round times the number of solves running at once).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
@@ -38,7 +40,7 @@ from placement.solvers.base import (
     SolveStatus,
     gap_to_lower_bound,
 )
-from placement.solvers.workers import cluster_threads, process_pool
+from placement.solvers.workers import cluster_threads, process_pool, stop_pool
 
 NO_TIME = "not solved (no time)"
 BLOCK_ERROR = "solver error (its start kept)"
@@ -99,6 +101,12 @@ def block_task(
         return best_start(sub, [("known", s) for s in known])[1], 0.0, None, BLOCK_ERROR
     schedule = placed.schedule or best_start(sub, [("known", s) for s in known])[1]
     return schedule, placed.result.best_bound or 0.0, placed.result.size, placed.result.status.value
+
+
+def _started(solve_fn: Callable[..., Any]) -> int:
+    """A worker's first task: unpickling ``solve_fn`` imports the pipeline it runs (most
+    of a worker's start); its process id."""
+    return os.getpid()
 
 
 def _on_dask(
@@ -186,16 +194,27 @@ def solve_decomposed(
     with ExitStack() as stack:
         solve_batch = None
         parallel = 1
+        ready = None
+        pooled = [0]  # block solves handed to worker processes or the Dask cluster
         if client is not None:
             parallel = cluster_threads(client)
 
             def solve_batch(jobs):
+                pooled[0] += len(jobs)
                 return [keep(o) for o in _on_dask(client, solve_fn, settings, jobs,
                                                   finish_by())]
 
         elif workers > 1:
             parallel = workers
             pool = stack.enter_context(process_pool(workers))
+            # every worker starts now (1-2 s) while this process solves; a decomposition
+            # done sooner never waits for them (they are killed below)
+            starting = [pool.submit(_started, solve_fn) for _ in range(workers)]
+
+            def ready() -> bool:
+                return all(f.done() for f in starting)
+
+            stack.callback(lambda: None if ready() else stop_pool(pool))
 
             def solve_batch(jobs):
                 try:
@@ -203,6 +222,7 @@ def solve_decomposed(
                     futures = [pool.submit(block_task, solve_fn, sub, limit, known, settings,
                                            price, end)
                                for sub, limit, known, price in jobs]  # fmt: skip
+                    pooled[0] += len(jobs)
                     return [keep(f.result()) for f in futures]
                 except BrokenProcessPool as exc:
                     raise PlacementError(
@@ -216,7 +236,7 @@ def solve_decomposed(
             instance, solve_block, rel_gap=options.rel_gap, left=left,
             blocks_and_cuts=blocks_and_cuts, progress=progress,
             bounds=None if monitor is None else monitor.improved,
-            solve_batch=solve_batch, parallel=parallel, hand_over=hand_over,
+            solve_batch=solve_batch, parallel=parallel, hand_over=hand_over, ready=ready,
         )  # fmt: skip
     seconds = time.perf_counter() - tick
     phases.ran("decomposition", seconds)
@@ -235,7 +255,7 @@ def solve_decomposed(
     if client is not None:
         where = f" on the Dask cluster at {client.scheduler.address} ({parallel} threads)"
     elif workers > 1:
-        where = f" in {workers} worker processes"
+        where = f" ({pooled[0]} of them in {workers} worker processes)"
     notes = [f"decomposed into {done.blocks} blocks at {done.cuts} cut operators,"
              f" {done.solves} block solves in {done.rounds} rounds{where}"]  # fmt: skip
     if status != SolveStatus.OPTIMAL:
@@ -246,7 +266,7 @@ def solve_decomposed(
                      sum(s.constraints for s in sizes))  # fmt: skip
     extra = options.recorded() | done.to_json() | {
         "formulation": formulation, "block_statuses": statuses, "start_from": origin,
-        "workers": parallel if client is None else 1,
+        "workers": parallel if client is None else 1, "block_solves_in_workers": pooled[0],
         "scheduler": None if client is None else client.scheduler.address,
         "phases": phases.records,
     }  # fmt: skip

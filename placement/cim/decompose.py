@@ -118,6 +118,7 @@ def decompose(
     solve_batch: BatchSolver | None = None,
     parallel: int = 1,
     hand_over: Callable[[float, float], bool] | None = None,
+    ready: Callable[[], bool] | None = None,
 ) -> Decomposed:
     """Solve ``instance`` block by block until the combination is proven within
     ``rel_gap``, nothing more can be learnt, or ``left()`` (the time left, None: no
@@ -128,8 +129,12 @@ def decompose(
     :data:`MIN_BLOCK_SECONDS` while any time is left. With ``solve_batch`` (which runs
     ``parallel`` solves at a time), a round's block solves go to it at once, each with
     ``parallel`` times its share; the blocks are independent, so what each learns
-    does not depend on the others of its round. ``hand_over(best, bound)``, asked before
-    each round, stops the decomposition when true (another method takes over)."""
+    does not depend on the others of its round. ``ready()``, when given, says whether
+    ``solve_batch`` can start now (worker processes still starting cannot): until it does,
+    block solves run in this process, one at a time, and what is left of a round goes to
+    ``solve_batch`` once it is (so a decomposition done in less than the workers take to
+    start never waits for them). ``hand_over(best, bound)``, asked before each round,
+    stops the decomposition when true (another method takes over)."""
     blocks, cuts = blocks_and_cuts or split(instance)
     frontiers: dict[FrontierKey, Frontier] = {}
     entry_devices: list[bool | None] = [None]
@@ -174,10 +179,16 @@ def decompose(
         if now is not None and now <= 0.0:
             ended = "out of time"
             break
-        if solve_batch is not None:
+        if solve_batch is not None and (ready is None or ready()):
             solved = _batch_round(wants, solve_batch, parallel, now, rel_gap)
         else:
-            solved = _round(wants, solve_block, left, evaluation, now, rel_gap)
+            solved, rest = _round(wants, solve_block, left, evaluation, now, rel_gap,
+                                  None if solve_batch is None else ready)  # fmt: skip
+            now = left()
+            now = None if now is None else now - evaluation
+            if rest and solve_batch is not None and (now is None or now > 0.0):
+                # the workers became ready: the rest of the round goes to them
+                solved += _batch_round(rest, solve_batch, parallel, now, rel_gap)
         if not solved:
             out = left()
             if out is not None and out - evaluation <= 0.0:
@@ -295,13 +306,17 @@ def _learnable(want: _Want, share: float | None, rel_gap: float
 def _round(
     wants: list[_Want], solve_block: BlockSolver, left: Callable[[], float | None],
     evaluation: float, now: float | None, rel_gap: float,
-) -> int:  # fmt: skip
+    stop: Callable[[], bool] | None = None,
+) -> tuple[int, list[_Want]]:  # fmt: skip
     """One round's block solves in this process, each with its share of what is left
-    when it starts; how many ran."""
+    when it starts; how many ran, and the wants not tried because ``stop()`` became
+    true before them (none when it did not)."""
     weight = float(sum(len(front.block.operators) for front, _, _ in wants))
     round_end = None if now is None else now * (1 - ROUND_SHARE)
     solved = 0
-    for want in wants:
+    for k, want in enumerate(wants):
+        if stop is not None and stop():
+            return solved, wants[k:]
         size = len(want[0].block.operators)
         share = None
         if round_end is not None:
@@ -317,7 +332,7 @@ def _round(
         if job is not None:
             want[0].learn(job[0], solve_block, share, job[1])
             solved += 1
-    return solved
+    return solved, []
 
 
 def _batch_round(

@@ -93,7 +93,12 @@ from placement.solvers.base import (
 )
 from placement.solvers.names import SOLVERS
 from placement.solvers.registry import MIP_BACKENDS, get_backend
-from placement.solvers.workers import check_scheduler_address, connect
+from placement.solvers.workers import (
+    AUTO_WORKERS,
+    auto_workers,
+    check_scheduler_address,
+    connect,
+)
 
 #: What ``formulation=`` accepts.
 FORMULATION_CHOICES: tuple[str, ...] = ("auto", *FORMULATIONS)
@@ -271,7 +276,7 @@ def solve(
     method: str = "auto",
     progress: Callable[[str], None] | None = None,
     monitor: SolveMonitor | None = None,
-    workers: int = 1,
+    workers: int | str = 1,
     scheduler: Any = None,
     scheduler_timeout: float = 10.0,
 ) -> CimPlacement:
@@ -297,10 +302,13 @@ def solve(
     as it starts and the incumbent and bound (seconds) as they improve (from the solvers'
     callbacks, HiGHS and CP-SAT; :class:`~placement.solvers.base.SolveMonitor`).
     ``workers``: processes for the block solves of a decomposition (1: this process;
-    :mod:`placement.cim.blockwise`). ``scheduler``: a Dask scheduler's address (connected
-    to within ``scheduler_timeout`` seconds, closed at the end) or a
-    ``distributed.Client``: the block solves of a decomposition run on that cluster
-    instead (``workers`` is then not used); a whole model is solved here.
+    :mod:`placement.cim.blockwise`); "auto": as many as the CPUs this process may use
+    (:func:`~placement.solvers.workers.auto_workers`) when it decomposes, else 1 (the
+    command line's default; a script that uses more than 1 must start from an
+    ``if __name__ == "__main__":`` block, as the workers are spawned). ``scheduler``: a
+    Dask scheduler's address (connected to within ``scheduler_timeout`` seconds, closed
+    at the end) or a ``distributed.Client``: the block solves of a decomposition run on
+    that cluster instead (``workers`` is then not used); a whole model is solved here.
 
     The result's ``options`` record ``formulation``, ``heuristic_makespan`` and
     ``heuristic_seconds`` (when the heuristic ran) and ``start`` (HiGHS's verdict).
@@ -310,8 +318,9 @@ def solve(
     options = SolveOptions(time_limit=time_limit, rel_gap=rel_gap, threads=threads, tee=tee,
                            monitor=monitor)  # fmt: skip
     options.check()
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise PlacementError(f"workers must be a positive integer, got {workers!r}")
+    if workers != AUTO_WORKERS and (isinstance(workers, bool) or not isinstance(workers, int)
+                                    or workers < 1):  # fmt: skip
+        raise PlacementError(f"workers must be a positive integer or 'auto', got {workers!r}")
     if isinstance(scheduler, str):
         check_scheduler_address(scheduler)
     deadline = Deadline(time_limit)
@@ -324,6 +333,9 @@ def solve(
         solver = resolve_solver(formulation, solver, warm_start)
     given = [("given", s) for s in starts]
     plan = plan_method(instance, method, model=model, time_limit=time_limit)
+    if workers == AUTO_WORKERS:  # only a decomposition has block solves to share out
+        workers = auto_workers() if plan.method != "monolithic" and scheduler is None else 1
+    assert isinstance(workers, int)
 
     def whole(deadline: Deadline, starts: Sequence[tuple[str, CimSchedule]]
               ) -> tuple[SolveResult, CimSchedule | None]:  # fmt: skip

@@ -39,6 +39,7 @@ from placement.errors import PlacementError, repeated
 from placement.hardware.pim import DEFAULT_PIM_PRESET
 from placement.solvers.base import SolveStatus
 from placement.solvers.names import MIP_BACKENDS, SOLVERS
+from placement.solvers.workers import AUTO_MAX_WORKERS, AUTO_WORKERS
 from placement.tables import for_terminal
 
 DEFAULT_PIM_CORES = "32,64,128"  # the paper's sweep (Table 2)
@@ -108,9 +109,11 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         " block holds at most half of them",
     )
     sol.add_argument(
-        "--workers", type=int, default=None, metavar="N",
-        help="CIM decomposition: solve a round's blocks in N worker processes (default 1:"
-        " in this process; each worker starts in 1-2 s and uses 1 solver thread)",
+        "--workers", default=None, metavar="N",
+        help="CIM decomposition: solve a round's blocks in N worker processes, each with 1"
+        " solver thread (default auto: as many as the CPUs this process may use, at most"
+        f" {AUTO_MAX_WORKERS}; 1: in this process). Workers start in 1-2 s; until then"
+        " this process solves blocks itself",
     )  # fmt: skip
     sol.add_argument(
         "--scheduler", metavar="ADDRESS",
@@ -346,7 +349,7 @@ def solve_cim(args: argparse.Namespace) -> int:
             method=args.method,
             progress=None if args.quiet else lines,
             monitor=monitor,
-            workers=args.workers or 1,
+            workers=args.workers or AUTO_WORKERS,
             scheduler=args.scheduler,
             scheduler_timeout=args.scheduler_timeout or 10.0,
         )

@@ -38,6 +38,29 @@ from placement.onnxfile import first_line
 
 #: How often a worker checks that its parent is still there (seconds).
 WATCH_SECONDS = 0.5
+#: The ``workers`` value that asks for :func:`auto_workers`.
+AUTO_WORKERS = "auto"
+#: The most worker processes ``"auto"`` starts (:func:`auto_workers`). An assumption, not
+#: a measurement: each spawned worker holds its own interpreter with Pyomo and HiGHS
+#: (86 MB resident once it has imported the CIM pipeline, measured on the
+#: project's VM), and only 2 CPUs were measured
+#: (benchmarks/README.md); 8 keeps a large host's memory and start-up cost bounded.
+AUTO_MAX_WORKERS = 8
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, e.g. a container's or ``taskset``'s
+    share; all of the host's where the system does not say)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def auto_workers() -> int:
+    """Worker processes for ``workers="auto"``: the usable CPUs, at most
+    :data:`AUTO_MAX_WORKERS` (1: solve in this process)."""
+    return min(usable_cpus(), AUTO_MAX_WORKERS)
 
 
 def die_with_parent(parent: int, *, kernel: bool = True, ignore_interrupts: bool = True) -> None:

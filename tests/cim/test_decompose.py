@@ -176,6 +176,38 @@ def test_blocks_whose_frontier_is_not_needed_are_solved_once():
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("ready_after", [0, 1, 3, 10**6])
+def test_blocks_solved_here_until_the_workers_are_ready_then_by_them(ready_after):
+    """Until ``ready()`` says the workers can start, a round's solves run here one by one;
+    the rest of the round then goes to the batch. Wherever each solve ran, the rounds,
+    solves, bound and placement are those of one process (the brute force here and in
+    the batch), and the batch gets exactly the solves not made here."""
+    inst = block_structured_instance(random.Random(11), 5, budget_share=0.4)
+    alone = decompose(inst, exact_block_solver, rel_gap=0.0)
+    here, batched = [0], [0]
+
+    def ready() -> bool:  # the workers are ready once this many solves ran here
+        return here[0] >= ready_after
+
+    def counted(*task):
+        here[0] += 1
+        return exact_block_solver(*task)
+
+    def batch(jobs):
+        batched[0] += len(jobs)
+        return [exact_block_solver(*job) for job in jobs]
+
+    split_up = decompose(inst, counted, rel_gap=0.0, solve_batch=batch, parallel=2,
+                         ready=ready)  # fmt: skip
+    assert (split_up.rounds, split_up.solves) == (alone.rounds, alone.solves)
+    assert split_up.lower_bound == alone.lower_bound
+    assert split_up.schedule.on_host == alone.schedule.on_host
+    assert split_up.schedule.makespan == alone.schedule.makespan
+    assert here[0] + batched[0] == alone.solves
+    assert here[0] == min(ready_after, alone.solves)
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("seed", range(6))
 def test_unproven_blocks_still_give_a_valid_bound_and_placement(seed):
     inst = block_structured_instance(random.Random(200 + seed), 3, width=2, depth=2)
@@ -246,11 +278,26 @@ def test_block_solves_in_workers_and_on_dask_give_what_one_process_gives():
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("workers", [0, -1, 1.5, True])
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True, "all"])
 def test_workers_must_be_a_positive_integer(workers):
     inst = block_structured_instance(random.Random(1), 2)
-    with pytest.raises(PlacementError, match="workers must be a positive integer"):
+    with pytest.raises(PlacementError, match="workers must be a positive integer or 'auto'"):
         solve(inst, workers=workers)
+
+
+@pytest.mark.solver
+def test_auto_workers_are_the_usable_cpus_for_a_decomposition_and_none_for_a_whole_model():
+    from placement.solvers.workers import auto_workers
+
+    small = block_structured_instance(random.Random(1), 4)
+    assert "workers" not in solve(small, workers="auto").result.options  # whole: no blocks
+    inst = block_structured_instance(random.Random(3), 6, width=3, depth=2, budget_share=0.3)
+    one = solve(inst, method="decomposition", solver="highs", rel_gap=1e-7, threads=1)
+    auto = solve(inst, method="decomposition", solver="highs", rel_gap=1e-7, threads=1,
+                 workers="auto")  # fmt: skip
+    assert auto.result.options["workers"] == auto_workers()
+    assert auto.schedule.makespan == one.schedule.makespan
+    assert auto.result.best_bound == one.result.best_bound
 
 
 @pytest.mark.solver

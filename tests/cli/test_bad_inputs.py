@@ -321,3 +321,10 @@ def test_a_map_or_string_input_gets_the_hint_for_pim(capsys, work, make, what):
     code, _, err = run(capsys, "solve", make(work), "--target", "pim")
     assert_one_line_error(code, err, what, "onnx.utils.extract_model")
 
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("value", ["0", "-2", "1.5", "all", ""])
+def test_workers_must_be_a_positive_integer_or_auto(capsys, work, value):
+    refused(capsys, work, "solve", str(INT8), "--target", "cim", "--workers", value,
+            fragments=(f"--workers must be a positive integer or 'auto', got {value!r}",))
