@@ -8,8 +8,10 @@ module does not import it: the layers stay a tree. With ``workers > 1`` a round'
 solves run in that many spawned processes (:func:`placement.solvers.workers.process_pool`:
 they die with this one and leave Ctrl-C to it); each worker imports the pipeline once
 (two spawned workers were ready in 1.0-1.2 s on the project's 2-core VM at load 0.9).
-Until they are, this process solves the blocks itself, so a decomposition that ends
-sooner does not wait for them. With a Dask ``client``, they run on its cluster (whose
+They are started only once the decomposition has run for
+:data:`~placement.solvers.workers.WORKERS_AFTER` seconds, and until they are ready this
+process solves the blocks itself, so a decomposition that ends sooner never waits for
+them. With a Dask ``client``, they run on its cluster (whose
 workers need this package installed). Either way each block solve uses one solver
 thread unless the caller set ``threads``. Blocks are independent, so results are the
 same as in one process, up to what time-limited block solves find in their time (each
@@ -21,6 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from typing import Any
@@ -40,7 +43,7 @@ from placement.solvers.base import (
     SolveStatus,
     gap_to_lower_bound,
 )
-from placement.solvers.workers import cluster_threads, process_pool, stop_pool
+from placement.solvers.workers import WORKERS_AFTER, cluster_threads, process_pool, stop_pool
 
 NO_TIME = "not solved (no time)"
 BLOCK_ERROR = "solver error (its start kept)"
@@ -206,15 +209,24 @@ def solve_decomposed(
 
         elif workers > 1:
             parallel = workers
-            pool = stack.enter_context(process_pool(workers))
-            # every worker starts now (1-2 s) while this process solves; a decomposition
-            # done sooner never waits for them (they are killed below)
-            starting = [pool.submit(_started, solve_fn) for _ in range(workers)]
+            pool: Any = None
+            starting: list[Any] = []
 
             def ready() -> bool:
+                # Whether the workers have started. They are started once the
+                # decomposition has run for WORKERS_AFTER seconds (at once, and waited
+                # for, when it is 0), while this process goes on solving, and killed at
+                # the end if they are still starting.
+                nonlocal pool
+                if pool is None:
+                    if time.perf_counter() - tick < WORKERS_AFTER:
+                        return False
+                    pool = stack.enter_context(process_pool(workers))
+                    starting.extend(pool.submit(_started, solve_fn) for _ in range(workers))
+                    stack.callback(lambda: None if ready() else stop_pool(pool))
+                    if WORKERS_AFTER <= 0.0:
+                        wait(starting)
                 return all(f.done() for f in starting)
-
-            stack.callback(lambda: None if ready() else stop_pool(pool))
 
             def solve_batch(jobs):
                 try:

@@ -39,7 +39,7 @@ from placement.errors import PlacementError, repeated
 from placement.hardware.pim import DEFAULT_PIM_PRESET
 from placement.solvers.base import SolveStatus
 from placement.solvers.names import MIP_BACKENDS, SOLVERS
-from placement.solvers.workers import AUTO_MAX_WORKERS, AUTO_WORKERS
+from placement.solvers.workers import AUTO_MAX_WORKERS, AUTO_WORKERS, WORKERS_AFTER
 from placement.tables import for_terminal
 
 DEFAULT_PIM_CORES = "32,64,128"  # the paper's sweep (Table 2)
@@ -112,8 +112,9 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         "--workers", default=None, metavar="N",
         help="CIM decomposition: solve a round's blocks in N worker processes, each with 1"
         " solver thread (default auto: as many as the CPUs this process may use, at most"
-        f" {AUTO_MAX_WORKERS}; 1: in this process). Workers start in 1-2 s; until then"
-        " this process solves blocks itself",
+        f" {AUTO_MAX_WORKERS}; 1: in this process). Workers start after"
+        f" {WORKERS_AFTER:g} s of decomposition"
+        " and take 1-2 s to start; until then this process solves blocks itself",
     )  # fmt: skip
     sol.add_argument(
         "--scheduler", metavar="ADDRESS",

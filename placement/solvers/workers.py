@@ -41,11 +41,17 @@ WATCH_SECONDS = 0.5
 #: The ``workers`` value that asks for :func:`auto_workers`.
 AUTO_WORKERS = "auto"
 #: The most worker processes ``"auto"`` starts (:func:`auto_workers`). An assumption, not
-#: a measurement: each spawned worker holds its own interpreter with Pyomo and HiGHS
-#: (86 MB resident once it has imported the CIM pipeline, measured on the
-#: project's VM), and only 2 CPUs were measured
-#: (benchmarks/README.md); 8 keeps a large host's memory and start-up cost bounded.
+#: a measurement: each spawned worker holds its own interpreter with Pyomo and HiGHS (86
+#: MB resident once it has imported the CIM pipeline, measured on the project's VM), and
+#: only 2 CPUs were measured (benchmarks/README.md); 8 keeps a large host's memory and
+#: start-up cost bounded.
 AUTO_MAX_WORKERS = 8
+#: A CIM decomposition's worker processes start only after it has run this long (seconds)
+#: in its own process (:mod:`placement.cim.blockwise`). Starting two on a 2-core machine
+#: slowed decompositions that end within 1-4 s by 0.3-1.0 s when they started after 1 s,
+#: and not at all after 3 s, while those of 6-60 s still gain (benchmarks/README.md,
+#: "Block solves in worker processes").
+WORKERS_AFTER = 3.0
 
 
 def usable_cpus() -> int:

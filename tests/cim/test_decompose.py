@@ -249,11 +249,15 @@ def test_decomposition_equals_the_monolithic_optimum(seed, solver):
 
 
 @pytest.mark.integration
-def test_block_solves_in_workers_and_on_dask_give_what_one_process_gives():
+def test_block_solves_in_workers_and_on_dask_give_what_one_process_gives(monkeypatch):
     """Two spawned workers and a two-worker Dask cluster: the same rounds, solves, bound
     and placement as in this process (the blocks of a round are independent; one solver
-    thread everywhere, no time limit), which is the monolithic optimum."""
+    thread everywhere, no time limit), which is the monolithic optimum. The workers are
+    started at once and waited for, so that every block solve runs in them."""
     distributed = pytest.importorskip("distributed")
+    from placement.cim import blockwise
+
+    monkeypatch.setattr(blockwise, "WORKERS_AFTER", 0.0)
     rng = random.Random(77)
     inst = block_structured_instance(rng, 8, width=3, depth=2, budget_share=0.3)
     whole = solve(inst, method="monolithic", solver="highs", rel_gap=0.0)
@@ -273,8 +277,28 @@ def test_block_solves_in_workers_and_on_dask_give_what_one_process_gives():
         for key in ("rounds", "block_solves", "priced_block_solves", "blocks"):
             assert other.result.options[key] == alone.result.options[key]
     assert pooled.result.options["workers"] == 2 and "2 worker processes" in pooled.result.message
+    solves = alone.result.options["block_solves"]
+    assert pooled.result.options["block_solves_in_workers"] == solves
+    assert dask.result.options["block_solves_in_workers"] == solves
     assert dask.result.options["scheduler"] == cluster.scheduler_address
     assert "on the Dask cluster" in dask.result.message
+
+
+@pytest.mark.solver
+def test_a_decomposition_done_before_the_workers_are_due_starts_none(monkeypatch):
+    """Workers start only after WORKERS_AFTER seconds of decomposition: one that ends
+    sooner solves every block here and leaves no process behind."""
+    import multiprocessing
+
+    from placement.cim import blockwise
+
+    monkeypatch.setattr(blockwise, "WORKERS_AFTER", 3600.0)
+    inst = block_structured_instance(random.Random(3), 6, width=3, depth=2, budget_share=0.3)
+    placed = solve(inst, method="decomposition", solver="highs", rel_gap=1e-7, workers=2)
+    assert placed.result.status == SolveStatus.OPTIMAL
+    assert placed.result.options["block_solves_in_workers"] == 0
+    assert "0 of them in 2 worker processes" in placed.result.message
+    assert multiprocessing.active_children() == []
 
 
 @pytest.mark.unit
