@@ -211,6 +211,8 @@ def main() -> None:
                     " at these sizes, e.g. 500,2000,10000, instead of the fork-join table")
     ap.add_argument("--shapes", type=int, default=8, help="shapes of the family grid")
     ap.add_argument("--only", metavar="ROWS", help="with --family: only these row numbers")
+    ap.add_argument("--scheduler", metavar="ADDRESS",
+                    help="solve the block solves on this Dask cluster (tcp://host:port)")
     ap.add_argument("--workers", default="auto",
                     help="block solves' worker processes: a number, or auto (the default,"
                     " as `placement solve`'s: the usable CPUs when it decomposes)")
@@ -281,7 +283,8 @@ def family_table(args: argparse.Namespace) -> None:
     only = None if args.only is None else {int(r) for r in args.only.split(",")}
     print(f"host: {platform.machine()}, {os.cpu_count()} CPUs; load (1-min average) before"
           f" {os.getloadavg()[0]:.2f}; --time-limit {args.time_limit:g}, method {args.method},"
-          f" formulation {args.formulation}, solver {args.solver}, workers {args.workers}")
+          f" formulation {args.formulation}, solver {args.solver}, workers {args.workers},"
+          f" scheduler {args.scheduler}")
     print(f"{'row':>3} {'n':>6} {'ops':>6} {'pairs':>7} {'blocks':>6} {'big':>4} {'C':>6}"
           f" {'status':>11} {'gap %':>8} {'wall s':>7} {'load':>5}  {'shape':<52} method")
     row = 0
@@ -309,7 +312,8 @@ def _family_row(row: int, n: int, shape: Shape, inst: CimInstance,
     load = os.getloadavg()[0]
     tick = time.perf_counter()
     placed = solve(inst, formulation=args.formulation, solver=args.solver,
-                   time_limit=args.time_limit, method=method, workers=_workers(args))  # fmt: skip
+                   time_limit=args.time_limit, method=method, workers=_workers(args),
+                   scheduler=args.scheduler)  # fmt: skip
     wall = time.perf_counter() - tick
     res = placed.result
     gap = "-" if res.gap is None else f"{100 * res.gap:.3f}"
@@ -318,6 +322,8 @@ def _family_row(row: int, n: int, shape: Shape, inst: CimInstance,
     how = opts.get("method", "?")
     if "block_solves" in opts:
         where = f" in {opts['workers']} workers" if opts.get("workers", 1) > 1 else ""
+        if opts.get("scheduler"):
+            where = f" on the Dask cluster at {opts['scheduler']}"
         how += f" ({opts['block_solves']} block solves{where})"
     if opts.get("method_kept"):
         how += f"; kept: {opts['method_kept']}"
