@@ -95,6 +95,7 @@ from placement.solvers.base import (
 )
 from placement.solvers.cpsat import CpSatModel
 from placement.solvers.registry import MIP_BACKENDS, get_backend
+from placement.solvers.workers import AUTO_WORKERS
 from placement.units import fmt_energy, fmt_time
 
 #: The lexicographic stages after the first keep each earlier axis within this relative
@@ -264,7 +265,9 @@ def solve(
         objective = Objective(objective)
     if objective.latency_only:
         return solve_latency(instance, **options)
-    if (options.get("method", "auto") == "decomposition" or options.get("workers", 1) != 1
+    # workers "auto" asks for processes only where a decomposition runs: none here
+    if (options.get("method", "auto") == "decomposition"
+            or options.get("workers", 1) not in (1, AUTO_WORKERS)
             or options.get("scheduler") is not None):  # fmt: skip
         raise PlacementError("the decomposition solves the latency objective only;"
                              " other objectives are solved whole")  # fmt: skip
