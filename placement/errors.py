@@ -34,3 +34,9 @@ def repeated(values: Iterable[H]) -> list[H]:
             twice.append(value)
         seen.add(value)
     return twice
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message (or its type's name)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__

@@ -35,8 +35,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from placement.errors import PlacementError
-from placement.onnxfile import NONDETERMINISTIC_OPS, first_line
+from placement.errors import PlacementError, first_line
+from placement.onnxfile import NONDETERMINISTIC_OPS
 from placement.weights import INLINE_MAX_BYTES, set_external_folder, tensor_array
 
 

@@ -59,7 +59,7 @@ import networkx as nx
 import onnx
 from onnx import TensorProto, helper
 
-from placement.errors import PlacementError
+from placement.errors import PlacementError, first_line
 from placement.folding import (
     FoldedModel,
     checkable,
@@ -69,7 +69,7 @@ from placement.folding import (
     static_shape,
 )
 from placement.io import file_sha256
-from placement.onnxfile import NOT_NUMERIC_FIX, first_line, node_names, read_onnx
+from placement.onnxfile import NOT_NUMERIC_FIX, node_names, read_onnx
 
 # ---------------------------------------------------------------------------
 # Public data types

@@ -22,7 +22,7 @@ from onnx.external_data_helper import (
     load_external_data_for_model,
 )
 
-from placement.errors import PlacementError
+from placement.errors import PlacementError, first_line
 from placement.machine import available_memory
 from placement.weights import (
     INLINE_MAX_BYTES,
@@ -201,12 +201,6 @@ def _node_tensors(nodes: Iterable[onnx.NodeProto]) -> Iterator[tuple[str, onnx.T
             graphs = ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)
             for graph in graphs:
                 yield from _graph_tensors(graph)
-
-
-def first_line(exc: BaseException) -> str:
-    """The first non-empty line of an exception's message (or its type's name)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
 def node_names(graph: onnx.GraphProto) -> list[str]:

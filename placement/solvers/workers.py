@@ -32,9 +32,8 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
-from placement.errors import PlacementError
+from placement.errors import PlacementError, first_line
 from placement.machine import end_with_parent
-from placement.onnxfile import first_line
 
 #: How often a worker checks that its parent is still there (seconds).
 WATCH_SECONDS = 0.5

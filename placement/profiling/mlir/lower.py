@@ -46,7 +46,7 @@ import onnx
 from onnx import numpy_helper
 from onnx.external_data_helper import ExternalDataInfo
 
-from placement.errors import PlacementError
+from placement.errors import PlacementError, first_line
 from placement.folding import fold_and_infer, strip_folded
 from placement.nests import CONSTANT, TEMPORARY, LoopNest, NestOperand
 from placement.onnxfile import NOT_NUMERIC_FIX, node_names, read_onnx
@@ -56,7 +56,7 @@ from placement.profiling.mlir.extract import (
     outermost_parallels,
     tag_linalg_ops,
 )
-from placement.profiling.mlir.passes import error_line, first_line
+from placement.profiling.mlir.passes import error_line
 from placement.profiling.mlir.policy import check_user_module
 from placement.profiling.mlir.weight_layout import WeightFile, fold_weight_layouts
 from placement.weights import ITEMSIZE, inline, is_reference, tensor_array

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from placement.errors import PlacementError
+from placement.errors import PlacementError, first_line
 
 
 def error_line(exc: BaseException) -> str:
@@ -22,12 +22,6 @@ def error_line(exc: BaseException) -> str:
             # Parsed text has no file name: '"-":2:23: msg' -> 'line 2:23: msg'.
             return re.sub(r'^"-":(\d+):(\d+):\s*', r"line \1:\2: ", line)
     return first_line(exc)
-
-
-def first_line(exc: BaseException) -> str:
-    """The first non-empty line of ``exc``'s message (or its type's name)."""
-    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[0].strip() if lines else type(exc).__name__
 
 
 def run_passes(module: Any, pipeline: str, what: str) -> None:
