@@ -68,6 +68,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10, help="ONNX Runtime profiling runs")
     ap.add_argument("--hardware", default="x86-ryzen")
     ap.add_argument("--llama-hidden", type=int, default=1024)
+    ap.add_argument("--workers", default="auto",
+                    help="block solves' worker processes: a number, or auto (the default,"
+                    " as `placement solve`'s)")
     ap.add_argument("--keep-profiles", action="store_true",
                     help="profile each stack once and reuse the profile from benchmarks/out/"
                     " afterwards (compare code versions on the same latencies)")
@@ -97,7 +100,8 @@ def main() -> None:
             hardware = load_hardware(args.hardware, crossbars=crossbars, t_mvm_ns=50)
             instance = cim.build_instance(graph, profile, hardware)
             tick = time.perf_counter()
-            placed = cim.solve(instance, time_limit=args.time_limit)
+            workers = args.workers if args.workers == "auto" else int(args.workers)
+            placed = cim.solve(instance, time_limit=args.time_limit, workers=workers)
             wall = time.perf_counter() - tick
             res = placed.result
             assert placed.verification is not None and placed.verification.ok
