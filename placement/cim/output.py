@@ -57,10 +57,16 @@ def summary_lines(
     if res.options.get("method") == "decomposition":
         o = res.options
         rounds = f"{o['rounds']} round" + ("s" if o["rounds"] != 1 else "")
+        where = ""  # a result of an earlier version holds neither
+        if o.get("scheduler"):
+            where = f", on the Dask cluster at {o['scheduler']}"
+        elif o.get("workers", 1) > 1:
+            where = (f", {o.get('block_solves_in_workers', '?')} of them in {o['workers']}"
+                     " worker processes")  # fmt: skip
         lines.append(
             f"solver: decomposition into {o['blocks']} blocks at {o['cuts']} cut operators,"
             f" each block by {_solver_label(res)}{_formulation_note(res)}"
-            f" ({o['block_solves']} block solves in {rounds}): {status},"
+            f" ({o['block_solves']} block solves in {rounds}{where}): {status},"
             f" certified gap {gap}, {res.solve_seconds:.2f} s"
         )
         if res.status != SolveStatus.OPTIMAL:

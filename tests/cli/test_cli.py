@@ -239,6 +239,11 @@ def test_solve_by_decomposition_matches_the_whole_model(capsys, tmp_path):
     assert parts["makespan"] == pytest.approx(docs["monolithic"]["makespan"], rel=1e-6)
     assert "solver: decomposition into" in outs["decomposition"]
     assert "certified gap" in outs["decomposition"]
+    # --workers auto: this host's usable CPUs; the summary says where the blocks ran
+    workers = parts["result"]["options"]["workers"]
+    in_workers = parts["result"]["options"]["block_solves_in_workers"]
+    assert (f"{in_workers} of them in {workers} worker processes" in outs["decomposition"]) == (
+        workers > 1)
 
 
 @pytest.mark.unit
