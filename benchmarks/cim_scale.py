@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.solvers.workers import parse_workers
 
 
 def fork_join(n: int, w: int, seed: int = 0, budget: int = 100) -> CimInstance:
@@ -335,7 +336,7 @@ def _family_row(row: int, n: int, shape: Shape, inst: CimInstance,
 
 def _workers(args: argparse.Namespace) -> int | str:
     """``--workers`` as :func:`placement.cim.pipeline.solve` takes it."""
-    return args.workers if args.workers == "auto" else int(args.workers)
+    return parse_workers(args.workers, "--workers")
 
 
 def yolo_table(args: argparse.Namespace) -> None:

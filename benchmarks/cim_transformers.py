@@ -32,6 +32,7 @@ import onnx
 from placement import cim, load_graph, load_hardware, profile_host
 from placement.networks.workloads import GPT2, LLAMA7B, decoder_stack
 from placement.profiling.host_profile import HostProfile
+from placement.solvers.workers import parse_workers
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -100,8 +101,8 @@ def main() -> None:
             hardware = load_hardware(args.hardware, crossbars=crossbars, t_mvm_ns=50)
             instance = cim.build_instance(graph, profile, hardware)
             tick = time.perf_counter()
-            workers = args.workers if args.workers == "auto" else int(args.workers)
-            placed = cim.solve(instance, time_limit=args.time_limit, workers=workers)
+            placed = cim.solve(instance, time_limit=args.time_limit,
+                               workers=parse_workers(args.workers, "--workers"))
             wall = time.perf_counter() - tick
             res = placed.result
             assert placed.verification is not None and placed.verification.ok

@@ -246,12 +246,10 @@ def check_solver_flags(args: argparse.Namespace) -> None:
         raise PlacementError(f"--gap must be a non-negative fraction, got {args.gap}")
     if args.solver_threads is not None and args.solver_threads < 1:
         raise PlacementError(f"--solver-threads must be at least 1, got {args.solver_threads}")
-    if args.workers is not None and args.workers != "auto":
-        count = int(args.workers) if args.workers.isdecimal() else 0
-        if count < 1:
-            raise PlacementError(f"--workers must be a positive integer or 'auto', got"
-                                 f" {args.workers!r}")  # fmt: skip
-        args.workers = count
+    if args.workers is not None:
+        from placement.solvers.workers import parse_workers
+
+        args.workers = parse_workers(args.workers, "--workers")
 
 
 def check_override_flags(args: argparse.Namespace) -> None:

@@ -40,10 +40,9 @@ WATCH_SECONDS = 0.5
 #: The ``workers`` value that asks for :func:`auto_workers`.
 AUTO_WORKERS = "auto"
 #: The most worker processes ``"auto"`` starts (:func:`auto_workers`). An assumption, not
-#: a measurement: each spawned worker holds its own interpreter with Pyomo and HiGHS (86
-#: MB resident once it has imported the CIM pipeline, measured on the project's VM), and
-#: only 2 CPUs were measured (benchmarks/README.md); 8 keeps a large host's memory and
-#: start-up cost bounded.
+#: a measurement: each spawned worker holds its own interpreter with Pyomo and HiGHS
+#: (its memory and the 2 CPUs measured: benchmarks/README.md, "Block solves in worker
+#: processes"); 8 keeps a large host's memory and start-up cost bounded.
 AUTO_MAX_WORKERS = 8
 #: A CIM decomposition's worker processes start only after it has run this long (seconds)
 #: in its own process (:mod:`placement.cim.blockwise`). Starting two on a 2-core machine
@@ -60,6 +59,17 @@ def usable_cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def parse_workers(text: str, flag: str = "workers") -> int | str:
+    """A ``workers`` value given as text (a command-line flag): :data:`AUTO_WORKERS` or a
+    positive integer; anything else is a :class:`PlacementError` naming ``flag``."""
+    if text == AUTO_WORKERS:
+        return text
+    count = int(text) if text.isdecimal() else 0
+    if count < 1:
+        raise PlacementError(f"{flag} must be a positive integer or 'auto', got {text!r}")
+    return count
 
 
 def auto_workers() -> int:
