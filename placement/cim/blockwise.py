@@ -33,7 +33,7 @@ from placement.cim.decompose import Decomposed, decompose
 from placement.cim.frontier import floor_bound
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
-from placement.cim.priced import lazy_ordering_pays, solve_priced
+from placement.cim.priced import cpsat_pays, lazy_ordering_pays, solve_priced
 from placement.cim.schedule import CimSchedule, all_host_schedule, best_start
 from placement.errors import PlacementError
 from placement.solvers.base import (
@@ -48,6 +48,60 @@ from placement.solvers.workers import WORKERS_AFTER, cluster_threads, process_po
 NO_TIME = "not solved (no time)"
 BLOCK_ERROR = "solver error (its start kept)"
 BlockOutcome = tuple[CimSchedule, float, "ModelSize | None", str]
+#: Block settings that are not options of the pipeline's solve.
+#: A block solve as handed out: (block instance, limit, starts, price, settings).
+_Job = tuple[CimInstance, "float | None", list[CimSchedule], "float | None", dict[str, Any]]
+_BLOCK_ONLY = ("heuristic_pairs", "cpsat_threads", "large_block_solver")
+#: The first solve of a block that may go to CP-SAT (:class:`_LargeBlocks`) is HiGHS's,
+#: within at most this many seconds: long enough for the blocks HiGHS proves at once
+#: (0.3 s median on the branched family's blocks of 500+ pairs, benchmarks/README.md),
+#: short enough that a block it cannot prove costs little before CP-SAT takes it.
+PROBE_SECONDS = 2.0
+
+
+class _LargeBlocks:
+    """Which solver the next solve of each block with many parallel pairs goes to
+    (:func:`~placement.cim.priced.cpsat_pays`, when the solver was left to choose): by
+    measurement, the one of HiGHS (its ordering rows as violated) and CP-SAT that has
+    left fewer of the block's solves unproven so far, HiGHS on a tie; the block's first
+    solve is HiGHS's within :data:`PROBE_SECONDS`. Neither wins everywhere: CP-SAT
+    proved YOLOv5nu's head block where HiGHS ended at its limit, HiGHS proved the
+    branched family's 16-wide blocks where CP-SAT did not (benchmarks/README.md)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.misses: dict[tuple[str, ...], dict[str, int]] = {}
+
+    def plan(self, sub: CimInstance, limit: float | None, settings: dict[str, Any]
+             ) -> tuple[dict[str, Any], float | None]:  # fmt: skip
+        """The settings and limit of a solve of ``sub`` within ``limit``."""
+        if not self.enabled or not cpsat_pays(sub):
+            return settings, limit
+        misses = self._counts(sub)
+        solver = "cpsat" if misses["cpsat"] < misses["highs"] else "highs"
+        if not misses["solves"]:
+            limit = PROBE_SECONDS if limit is None else min(limit, PROBE_SECONDS)
+        return {**settings, "large_block_solver": solver}, limit
+
+    def learn(self, sub: CimInstance, settings: dict[str, Any], status: str) -> None:
+        """Count a solve of ``sub`` with ``settings`` that ended with ``status``."""
+        solver = settings.get("large_block_solver")
+        if solver is None or status == NO_TIME:
+            return
+        misses = self._counts(sub)
+        misses["solves"] += 1
+        if status != SolveStatus.OPTIMAL.value:
+            misses[solver] += 1
+
+
+    def _counts(self, sub: CimInstance) -> dict[str, int]:
+        return self.misses.setdefault(_key(sub), {"highs": 0, "cpsat": 0, "solves": 0})
+
+
+def _key(sub: CimInstance) -> tuple[str, ...]:
+    """A block instance's operators: the same for every budget, price and end device."""
+    return tuple(op.name for op in sub.operators)
+
 
 
 def block_task(
@@ -88,14 +142,21 @@ def block_task(
         known = [first]
         if limit is not None:
             limit = max(limit - (time.perf_counter() - tick), MIN_SOLVE)
-    if price is None and lazy_ordering_pays(sub, settings["formulation"], settings["solver"]):
+    solver, threads = settings["solver"], settings["threads"]
+    if settings.get("large_block_solver") == "cpsat":  # _LargeBlocks chose it
+        # CP-SAT's strength is its portfolio of parallel searches: one search alone
+        # proved none of YOLOv5nu's head-block solves in 20 s that its default (all
+        # cores) proved in 1-7 s (benchmarks/README.md), so it keeps its own threads
+        solver, threads = "cpsat", settings["cpsat_threads"]
+    if price is None and (solver == "cpsat"
+                          or lazy_ordering_pays(sub, settings["formulation"], solver)):
         price = 0.0  # a budget solve is the priced one at price 0 (the budget row stays)
     if price is not None:
         return solve_priced(sub, price, formulation=settings["formulation"],
-                            solver=settings["solver"], time_limit=limit,
-                            rel_gap=settings["rel_gap"], threads=settings["threads"],
+                            solver=solver, time_limit=limit,
+                            rel_gap=settings["rel_gap"], threads=threads,
                             starts=known)  # fmt: skip
-    options = {k: v for k, v in settings.items() if k != "heuristic_pairs"}
+    options = {k: v for k, v in settings.items() if k not in _BLOCK_ONLY}
     try:
         placed = solve_fn(sub, time_limit=limit, starts=known, method="monolithic", **options)
     except PlacementError:
@@ -115,15 +176,14 @@ def _started(solve_fn: Callable[..., Any]) -> int:
 def _on_dask(
     client: Any,
     solve_fn: Callable[..., Any],
-    settings: dict[str, Any],
-    jobs: list[tuple[CimInstance, float | None, list[CimSchedule], float | None]],
+    jobs: list[_Job],
     finish_by: float | None,
 ) -> list[BlockOutcome]:
     """A round's block solves on a Dask cluster, results in order; the round's tasks are
     cancelled when this process is interrupted or one of them fails."""
     futures = [client.submit(block_task, solve_fn, sub, limit, known, settings, price,
                              finish_by, pure=False)
-               for sub, limit, known, price in jobs]  # fmt: skip
+               for sub, limit, known, price, settings in jobs]  # fmt: skip
     try:
         return client.gather(futures)
     except BaseException as exc:
@@ -153,6 +213,7 @@ def solve_decomposed(
     client: Any = None,
     heuristic_pairs: int = 0,
     hand_over: Callable[[float, float], bool] | None = None,
+    cpsat_blocks: bool = False,
 ) -> tuple[SolveResult, CimSchedule]:
     """The decomposition with each block solved by ``solve_fn`` (the pipeline), whole;
     the result against the best start, with the certified bound. A round's block solves
@@ -161,7 +222,10 @@ def solve_decomposed(
     ``heuristic_pairs`` parallel pairs is first solved from the everything-on-host
     placement, a larger one from the heuristic's (which stops at the block's floor: then
     proven without a model). ``hand_over(best, bound)`` is asked before each round whether
-    to stop for another method (:func:`~placement.cim.decompose.decompose`)."""
+    to stop for another method (:func:`~placement.cim.decompose.decompose`).
+    ``cpsat_blocks``: a block where :func:`~placement.cim.priced.cpsat_pays` may be solved
+    by CP-SAT, at a budget and priced, as :class:`_LargeBlocks` chooses (the solver was
+    left to choose)."""
     reserve = end_reserve(instance)
     sizes: list[ModelSize] = []
     statuses: dict[str, int] = {}
@@ -169,18 +233,31 @@ def solve_decomposed(
     threads = options.threads if options.threads is not None or alone else 1
     settings = {"formulation": formulation, "solver": solver, "rel_gap": options.rel_gap,
                 "threads": threads, "warm_start": warm_start,
-                "heuristic_pairs": heuristic_pairs}  # fmt: skip
+                "heuristic_pairs": heuristic_pairs, "cpsat_threads": options.threads}
 
-    def keep(outcome: BlockOutcome) -> tuple[CimSchedule, float]:
+    large = _LargeBlocks(cpsat_blocks)
+
+    def planned(jobs: list[tuple[CimInstance, float | None, list[CimSchedule], float | None]]
+                ) -> list[_Job]:  # fmt: skip
+        out = []
+        for sub, limit, known, price in jobs:
+            job_settings, job_limit = large.plan(sub, limit, settings)
+            out.append((sub, job_limit, known, price, job_settings))
+        return out
+
+    def keep(job: _Job, outcome: BlockOutcome) -> tuple[CimSchedule, float]:
         schedule, bound, size, status = outcome
         if size is not None:
             sizes.append(size)
         statuses[status] = statuses.get(status, 0) + 1
+        large.learn(job[0], job[4], status)
         return schedule, bound
 
     def solve_block(sub: CimInstance, limit: float | None, known: list[CimSchedule],
                     price: float | None):  # fmt: skip
-        return keep(block_task(solve_fn, sub, limit, known, settings, price))
+        job = planned([(sub, limit, known, price)])[0]
+        sub, limit, known, price, job_settings = job
+        return keep(job, block_task(solve_fn, sub, limit, known, job_settings, price))
 
     def left() -> float | None:
         now = deadline.left()
@@ -204,8 +281,9 @@ def solve_decomposed(
 
             def solve_batch(jobs):
                 pooled[0] += len(jobs)
-                return [keep(o) for o in _on_dask(client, solve_fn, settings, jobs,
-                                                  finish_by())]
+                ready_jobs = planned(jobs)
+                return [keep(j, o) for j, o in zip(ready_jobs, _on_dask(
+                    client, solve_fn, ready_jobs, finish_by()), strict=True)]
 
         elif workers > 1:
             parallel = workers
@@ -231,11 +309,13 @@ def solve_decomposed(
             def solve_batch(jobs):
                 try:
                     end = finish_by()
-                    futures = [pool.submit(block_task, solve_fn, sub, limit, known, settings,
-                                           price, end)
-                               for sub, limit, known, price in jobs]  # fmt: skip
+                    ready_jobs = planned(jobs)
+                    futures = [pool.submit(block_task, solve_fn, sub, limit, known,
+                                           job_settings, price, end)
+                               for sub, limit, known, price, job_settings in ready_jobs]
                     pooled[0] += len(jobs)
-                    return [keep(f.result()) for f in futures]
+                    return [keep(j, f.result()) for j, f in zip(ready_jobs, futures,
+                                                                strict=True)]
                 except BrokenProcessPool as exc:
                     raise PlacementError(
                         f"a worker process solving blocks ended abruptly ({exc}); a script"

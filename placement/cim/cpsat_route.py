@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
 from placement.cim.list_scheduling import heuristic_schedule
-from placement.cim.schedule import CimSchedule, asap_schedule, best_start
+from placement.cim.schedule import CimSchedule, asap_schedule, best_start, priced_makespan
 from placement.cim.verifier import verify_cim
 from placement.errors import PlacementError
 from placement.models.cim_makespan.interval import build_interval_model
@@ -77,15 +77,23 @@ def interval_data(
     *,
     use_bounds: bool = True,
     horizon: float | None = None,
+    price: float | None = None,
 ) -> dict[str, object]:
     """The interval model's integer data: ``instance`` in ``unit`` s rounded down
     (:func:`rounded_instance`), ``start`` as the hint, and the horizon: ``horizon``
-    seconds (rounded up), by default the start's makespan."""
+    seconds (rounded up), by default the start's makespan. With ``price`` (seconds per
+    crossbar): the objective T + price x crossbars, the price in time units rounded down
+    (so the priced optimum of the data is at most the true one, a relaxation again), and
+    by default the start's priced value as the horizon (it bounds T at the priced
+    optimum)."""
     r = rounded_instance(instance, unit)
     hint = asap_schedule(r, start.on_host, start.host_order)
     st = structure(r, 1.0)
     names = [op.name for op in r.operators]
-    span = hint.makespan if horizon is None else max(hint.makespan, horizon / unit)
+    price_units = 0 if price is None else int(math.floor(price / unit))
+    span = hint.makespan + price_units * hint.crossbars_used(r)
+    if horizon is not None:
+        span = max(span, horizon / unit)
     return {
         "names": names,
         "t_host": [int(op.t_host) for op in r.operators],
@@ -101,6 +109,7 @@ def interval_data(
         "after": {v: st["after"][v] for v in names},
         "between": [(u, w, st["between"][u, w]) for u, w in st["bottleneck_pairs"]],
         "use_bounds": use_bounds,
+        "price": price_units,
         "hint": {v: (bool(hint.on_host[v]), int(round(hint.start[v])),
                      int(round(hint.finish[v]))) for v in names},
     }  # fmt: skip
@@ -125,14 +134,21 @@ def solve_cpsat(
     heuristic: CimSchedule | None = None,
     use_bounds: bool = True,
     starts: Sequence[tuple[str, CimSchedule]] = (),
+    price: float | None = None,
 ) -> tuple[SolveResult, CimSchedule | None]:
     """Solve ``instance`` with CP-SAT's interval model; (result in seconds, schedule).
 
     Status OPTIMAL only when CP-SAT proved its optimum and the re-timed makespan is
     within ``options.rel_gap`` of the (rounded, valid) bound. The schedule is verified.
     The hint (and the fallback) is the best of the heuristic's schedule, the CPU-only
-    one and ``starts`` (origin, schedule).
+    one and ``starts`` (origin, schedule). With ``price`` (seconds per crossbar) the
+    objective is T + price x crossbars (:mod:`placement.cim.priced`): the result's
+    objective and bound are of that value, and the best start is by it.
     """
+
+    def value(schedule: CimSchedule) -> float:
+        return schedule.makespan if price is None else priced_makespan(instance, schedule, price)
+
     options.check()
     backend = get_backend("cpsat")
     reason = backend.unavailable_reason()
@@ -144,10 +160,10 @@ def solve_cpsat(
         heuristic = heuristic_schedule(instance)
         heuristic_seconds = time.perf_counter() - tick
     heuristic_makespan = heuristic.makespan
-    origin, start = best_start(instance, [("heuristic", heuristic), *starts])
+    origin, start = best_start(instance, [("heuristic", heuristic), *starts], key=value)
     tick = time.perf_counter()
     unit = time_unit(instance)
-    data = interval_data(instance, start, unit, use_bounds=use_bounds)
+    data = interval_data(instance, start, unit, use_bounds=use_bounds, price=price)
     names = data["names"]
     prepare = time.perf_counter() - tick
     model = CpSatModel(build_interval_model, data, binaries=len(names))
@@ -159,7 +175,7 @@ def solve_cpsat(
     recorded: dict[str, object] = {
         **options.recorded(), "time_unit": unit,
         "heuristic_makespan": heuristic_makespan, "heuristic_seconds": heuristic_seconds,
-        "start_from": origin, "start_makespan": start.makespan,
+        "start_from": origin, "start_makespan": start.makespan, "crossbar_price": price,
         "cpsat_status": cpsat_status,
         "worker_overhead_seconds": raw.options["worker_overhead_seconds"],
     }
@@ -174,17 +190,17 @@ def solve_cpsat(
         message = f"{words}; {origin} schedule reported (CP-SAT had no solution)"
     else:
         schedule = retimed_solution(instance, names, model.solution)
-        if schedule.makespan > start.makespan:  # rounding made it worse: keep the better
+        if value(schedule) > value(start):  # rounding made it worse: keep the better
             schedule = start
         message = "" if cpsat_status == "OPTIMAL" else words
     verify_cim(instance, schedule, claimed=schedule.makespan).raise_if_failed()
-    obj = schedule.makespan
+    obj = value(schedule)
     status = SolveStatus.TIME_LIMIT
     if cpsat_status == "OPTIMAL":
         if bound is not None and (obj - bound) <= options.rel_gap * obj + 1e-15:
             status = SolveStatus.OPTIMAL
         else:
-            message = (f"{words}, but the re-timed makespan is not within"
+            message = (f"{words}, but the re-timed value is not within"
                        f" {options.rel_gap:g} of the rounded bound")
     gap = None if bound is None else gap_to_lower_bound(obj, bound)
     return dataclasses.replace(

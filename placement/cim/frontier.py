@@ -2,12 +2,14 @@
 
 A *cut* operator is one that every other operator precedes or follows (everything
 before it in a topological order is its ancestor, everything after it its descendant)
-and that no edge jumps over: every edge runs inside one side or touches the cut. So
-the schedule splits exactly there. The operators strictly between two consecutive cuts
-(a *block*) run inside the window from the first cut's finish to the second one's
-start, and no two blocks ever share the host. Only two things couple the blocks: the
-crossbar budget (Eq. 14) and the device of each cut (it decides which transfers into
-and out of the neighbouring blocks are paid).
+and that no edge which may carry a transfer jumps over: every such edge runs inside one
+side or touches the cut (an edge between two host-only operators never carries one, and
+its precedence follows from the paths through the cut: YOLO's skip connections from the
+backbone's activations into the neck's Concats). So the schedule splits exactly there.
+The operators strictly between two consecutive cuts (a *block*) run inside the window
+from the first cut's finish to the second one's start, and no two blocks ever share the
+host. Only two things couple the blocks: the crossbar budget (Eq. 14) and the device of
+each cut (it decides which transfers into and out of the neighbouring blocks are paid).
 
 So a block is solved alone, as a small :class:`CimInstance`: its operators, the cut
 before it as a zero-length *entry* at time 0 and the cut after it as a zero-length
@@ -91,18 +93,29 @@ class PricedBound:
     value: float  # seconds
 
 
+def carries_transfer(instance: CimInstance, edge: CimEdge) -> bool:
+    """Whether some placement pays ``edge``'s transfer: it has one, and one of its ends
+    may run on the accelerator (two host-only operators never pay it)."""
+    return edge.t_transfer > 0.0 and (len(devices_of(instance, edge.src)) > 1
+                                      or len(devices_of(instance, edge.dst)) > 1)
+
+
 def cut_operators(instance: CimInstance, order: list[str] | None = None) -> list[str]:
-    """The operators comparable with every other one that no edge jumps over, in
-    ``order`` (a topological order of the instance; default: networkx's). A cut's place
-    is the same in every topological order: its ancestors before it, the rest after."""
+    """The operators comparable with every other one that no edge which may carry a
+    transfer jumps over (:func:`carries_transfer`), in ``order`` (a topological order
+    of the instance; default: networkx's). A cut's place is the same in every
+    topological order: its ancestors before it, the rest after. An edge that never
+    carries a transfer may jump over it: its precedence follows from the paths through
+    the cut (its source is an ancestor of the cut, its destination a descendant)."""
     order = order or list(nx.topological_sort(instance.graph))
     position = {v: i for i, v in enumerate(order)}
     anc, desc = reachability(instance.graph, order)
-    # cover[i]: edges (u, w) with position u < i < position w, by a difference array
+    # cover[i]: edges (u, w) with position u < i < position w that may carry a transfer,
+    # by a difference array
     cover = [0] * (len(order) + 1)
     for e in instance.edges:
         i, j = position[e.src], position[e.dst]
-        if j > i + 1:
+        if j > i + 1 and carries_transfer(instance, e):
             cover[i + 1] += 1
             cover[j] -= 1
     cuts, running = [], 0

@@ -25,19 +25,21 @@ Solvers:
   HiGHS otherwise. A Pyomo model of your own is solved as given: its formulation read
   from it (:func:`model_formulation`), ``auto`` is HiGHS.
 
-Methods: ``monolithic`` solves the whole instance as one model; ``decomposition``
-splits it at the operators no edge jumps over and solves the blocks between them alone,
-combining them exactly (``placement.cim.decompose``; each block with the formulation
-and solver asked for); ``auto`` (:func:`plan_method`) solves whole a model of your own,
-a graph of fewer than :data:`AUTO_DECOMPOSE_MIN_OPERATORS` operators and one whose
-largest block holds more than :data:`AUTO_DECOMPOSE_MAX_BLOCK_SHARE` of them; it
-decomposes the others, and where their blocks compete for the budget and a time limit
-is set, it measures: if the decomposition's gap is still above
-:data:`AUTO_WHOLE_MIN_GAP` once :data:`AUTO_DECOMPOSITION_SHARE` of the time has passed,
-the whole model takes over from its placement (unless it could not even be built in
-the time left) and the better placement and bound are kept. The result's
-``options["method"]`` says what ran, ``"method_choice"`` why, and ``"method_kept"``
-(after both) whose placement and bound are reported.
+Methods: ``monolithic`` solves the whole instance as one model; ``decomposition`` splits
+it at its cut operators (``placement.cim.frontier``) and solves the blocks between them
+alone, combining them exactly (``placement.cim.decompose``; each block with the
+formulation and solver asked for, or with ``auto`` HiGHS, and CP-SAT for a block with
+many parallel pairs: ``placement.cim.priced.cpsat_pays``); ``auto``
+(:func:`plan_method`) solves whole a model of your own, a graph of fewer than
+:data:`AUTO_DECOMPOSE_MIN_OPERATORS` operators and one whose largest block holds more
+than :data:`AUTO_DECOMPOSE_MAX_BLOCK_SHARE` of them; it decomposes the others, and where
+their blocks compete for the budget and a time limit is set, it measures: if the
+decomposition's gap is still above :data:`AUTO_WHOLE_MIN_GAP` once
+:data:`AUTO_DECOMPOSITION_SHARE` of the time has passed, the whole model takes over from
+its placement (unless it could not even be built in the time left) and the better
+placement and bound are kept. The result's ``options["method"]`` says what ran,
+``"method_choice"`` why, and ``"method_kept"`` (after both) whose placement and bound
+are reported.
 """
 
 from __future__ import annotations
@@ -325,6 +327,7 @@ def solve(
         check_scheduler_address(scheduler)
     deadline = Deadline(time_limit)
     block_formulation, block_solver = block_choices(formulation, solver)
+    cpsat_blocks = solver == "auto"  # large blocks to CP-SAT (placement.cim.priced)
     if model is not None:
         formulation = model_formulation(model, formulation)
         solver = resolve_solver(formulation, solver, warm_start, mip=True)
@@ -354,7 +357,8 @@ def solve(
                 instance, solve, formulation=block_formulation, solver=block_solver,
                 options=options, deadline=deadline, starts=given, blocks_and_cuts=plan.blocks,
                 warm_start=warm_start, progress=progress, workers=workers, client=client,
-                heuristic_pairs=AUTO_MAX_PAIRS_FOR_BOUNDED, hand_over=hand_over)  # fmt: skip
+                heuristic_pairs=AUTO_MAX_PAIRS_FOR_BOUNDED, hand_over=hand_over,
+                cpsat_blocks=cpsat_blocks)  # fmt: skip
 
         if plan.method == "monolithic":
             result, schedule = whole(deadline, given)

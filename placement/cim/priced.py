@@ -21,6 +21,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 
+from placement.cim.cpsat_route import solve_cpsat
 from placement.cim.deadline import HEURISTIC_SHARE, MIN_SOLVE, Deadline
 from placement.cim.frontier import trivial_bound
 from placement.cim.instance import CimInstance
@@ -40,7 +41,8 @@ from placement.solvers.base import DEFAULT_REL_GAP, ModelSize, SolveOptions, Sol
 from placement.solvers.names import MIP_BACKENDS
 from placement.solvers.registry import get_backend
 
-#: The MIP backend of a priced solve when the solver asked for is none (CP-SAT).
+#: The MIP backend of a priced solve when the solver asked for is neither a MIP backend
+#: nor CP-SAT.
 PRICED_FALLBACK_SOLVER = "highs"
 #: From this many parallel pairs, a priced solve on the tightened model with HiGHS (and a
 #: decomposition's block solve at a budget, as price 0) adds the ordering rows as violated
@@ -50,6 +52,12 @@ PRICED_FALLBACK_SOLVER = "highs"
 #: (12 of 39 blocks, 2 the other way), from 150 pairs the loop did (8 of 50 vs 1), and from
 #: 500 pairs it proved all 8 blocks in 0.3 s median where the whole model proved none.
 LAZY_MIN_PAIRS = 150
+#: From this many parallel pairs a block solve goes to CP-SAT when the solver is left to
+#: choose (:func:`cpsat_pays`). Measured (benchmarks/README.md, "Cuts over host-only skip
+#: edges"): YOLOv5nu's 88-operator head block (1,929 pairs) proven by CP-SAT at every
+#: budget tried in 0.5-1.2 s, where HiGHS with the ordering rows as violated ended at its
+#: 60-s limit with 1.1-1.6 %.
+CPSAT_MIN_PAIRS = 150
 
 
 def solve_priced(
@@ -70,9 +78,11 @@ def solve_priced(
     that does not fit is passed over; without any, the list-scheduling heuristic's, within
     a share of the time limit) and never reports worse. A ``time_limit`` below
     the least worth starting a solver for reports that start, with the longest-path
-    bound. ``solver``: a MIP backend; any other name (CP-SAT) solves with HiGHS.
+    bound. ``solver``: a MIP backend, or "cpsat" (the interval model with the priced
+    objective, :func:`placement.cim.cpsat_route.solve_cpsat`); any other name solves
+    with HiGHS.
     """
-    if solver not in MIP_BACKENDS:
+    if solver not in (*MIP_BACKENDS, "cpsat"):
         solver = PRICED_FALLBACK_SOLVER
     if not starts:
         seconds = None if time_limit is None else HEURISTIC_SHARE * time_limit
@@ -84,7 +94,11 @@ def solve_priced(
     if time_limit is not None and time_limit < MIN_SOLVE:
         return start, min(floor, priced_makespan(instance, start, price)), None, "not solved"
     options = SolveOptions(rel_gap=rel_gap, threads=threads)
-    if lazy_ordering_pays(instance, formulation, solver):
+    if solver == "cpsat":
+        result, found = solve_cpsat(instance, dataclasses.replace(options, time_limit=time_limit),
+                                    heuristic=start, price=price)  # fmt: skip
+        schedule = start if found is None else found
+    elif lazy_ordering_pays(instance, formulation, solver):
         result, schedule = solve_lazy_ordering(instance, options, start, Deadline(time_limit),
                                                price=price)  # fmt: skip
     else:
@@ -94,6 +108,14 @@ def solve_priced(
     bound = floor if result.best_bound is None else max(result.best_bound, floor)
     value = priced_makespan(instance, schedule, price)
     return schedule, min(bound, value), result.size, result.status.value
+
+
+def cpsat_pays(instance: CimInstance) -> bool:
+    """Whether a decomposition's block solve (at a budget or priced) of ``instance`` goes to
+    CP-SAT when the solver is left to choose: with at least :data:`CPSAT_MIN_PAIRS`
+    parallel pairs, and OR-Tools installed."""
+    return (len(instance.parallel_pairs) >= CPSAT_MIN_PAIRS
+            and get_backend("cpsat").unavailable_reason() is None)  # fmt: skip
 
 
 def lazy_ordering_pays(instance: CimInstance, formulation: str, solver: str) -> bool:

@@ -10,7 +10,7 @@ in seconds.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,14 +217,18 @@ def fitted(instance: CimInstance, schedule: CimSchedule) -> CimSchedule | None:
 
 
 def best_start(
-    instance: CimInstance, candidates: Sequence[tuple[str, CimSchedule]]
+    instance: CimInstance,
+    candidates: Sequence[tuple[str, CimSchedule]],
+    key: Callable[[CimSchedule], float] | None = None,
 ) -> tuple[str, CimSchedule]:
     """The fastest of the CPU-only schedule and ``candidates`` (origin, schedule), each
     re-timed on ``instance``; a candidate that does not fit it (:func:`fitted`) is passed
-    over. Ties go to the earlier one."""
+    over. Ties go to the earlier one. ``key``: the value to rank by instead of the
+    makespan (a priced one)."""
+    rank = key or (lambda schedule: schedule.makespan)
     best = ("CPU-only", all_host_schedule(instance))
     for origin, schedule in candidates:
         timed = fitted(instance, schedule)
-        if timed is not None and timed.makespan < best[1].makespan:
+        if timed is not None and rank(timed) < rank(best[1]):
             best = (origin, timed)
     return best

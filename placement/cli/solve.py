@@ -102,7 +102,8 @@ def add_arguments(solve: argparse.ArgumentParser) -> None:
         "--method",
         choices=["auto", "monolithic", "decomposition"],
         default="auto",
-        help="CIM: 'decomposition' splits the graph at operators no edge jumps over and"
+        help="CIM: 'decomposition' splits the graph at operators that every path passes"
+        " through and no edge that may carry a transfer jumps over, and"
         " solves the blocks between them alone, combined exactly (an optimum, or a"
         " certified gap when time runs out); 'monolithic' solves one model. 'auto'"
         " (default): decomposition for graphs of 150 operators or more whose largest"

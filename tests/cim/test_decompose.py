@@ -47,17 +47,42 @@ def heuristic_block_solver(sub: CimInstance, limit: float | None, starts=(), pri
 
 
 def cuts_by_definition(instance: CimInstance) -> list[str]:
-    """Operators comparable with every other one and jumped over by no edge."""
+    """Operators comparable with every other one and jumped over by no edge that some
+    placement pays a transfer on (one with a transfer and an end the accelerator runs)."""
     g = instance.graph
+
+    def may_run_on_cim(v: str) -> bool:
+        op = instance.by_name[v]
+        return op.supported and op.crossbars <= instance.crossbar_budget
+
+    paid = [(e.src, e.dst) for e in instance.edges
+            if e.t_transfer > 0 and (may_run_on_cim(e.src) or may_run_on_cim(e.dst))]
     cuts = []
     for v in g.nodes:
         anc, desc = nx.ancestors(g, v), nx.descendants(g, v)
         if len(anc) + len(desc) != len(g) - 1:
             continue
-        if any(u in anc and w in desc for u, w in g.edges):
+        if any(u in anc and w in desc for u, w in paid):
             continue
         cuts.append(v)
     return cuts
+
+
+def with_host_only_skips(instance: CimInstance, rng: random.Random) -> CimInstance:
+    """``instance`` with four skip edges (with transfers), most from a host-only operator
+    into a later host-only one, as YOLO's backbone activations feed its neck's Concats,
+    the others between any two operators (these still couple what they jump over)."""
+    order = list(nx.topological_sort(instance.graph))
+    host_only = [v for v in order if not instance.by_name[v].supported]
+    edges = list(instance.edges)
+    known = {(e.src, e.dst) for e in edges}
+    for _ in range(4):
+        pool = host_only if len(host_only) >= 2 and rng.random() < 0.75 else order
+        u, w = sorted(rng.sample(pool, 2), key=order.index)
+        if (u, w) not in known:
+            edges.append(CimEdge(u, w, rng.uniform(0.0, 2e-3)))
+            known.add((u, w))
+    return CimInstance.build(instance.operators, edges, instance.crossbar_budget)
 
 
 @pytest.mark.unit
@@ -67,6 +92,44 @@ def test_cuts_match_their_definition(seed):
     inst = (block_structured_instance(rng, 4) if seed % 2
             else random_instance(rng, 9, edge_prob=0.5))  # fmt: skip
     assert sorted(cut_operators(inst)) == sorted(cuts_by_definition(inst))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(12))
+def test_cuts_with_skip_edges_match_their_definition(seed):
+    rng = random.Random(700 + seed)
+    inst = with_host_only_skips(block_structured_instance(rng, 4, cim_prob=0.5), rng)
+    assert sorted(cut_operators(inst)) == sorted(cuts_by_definition(inst))
+
+
+@pytest.mark.unit
+def test_a_skip_edge_between_host_only_operators_keeps_the_cut():
+    """a -> c never pays its transfer (neither end runs on the accelerator), and the path
+    through b orders them: b splits the schedule exactly."""
+    ops = [CimOperator("a", 1.0), CimOperator("b", 1.0, 0.5, 1), CimOperator("c", 1.0)]
+    edges = [CimEdge("a", "b", 0.1), CimEdge("b", "c", 0.1), CimEdge("a", "c", 5.0)]
+    assert cut_operators(CimInstance.build(ops, edges, 3)) == ["a", "b", "c"]
+    # with a budget too small for b, a -> b -> c is host-only too: every operator a cut
+    ops[1] = CimOperator("b", 1.0, 0.5, 4)
+    assert cut_operators(CimInstance.build(ops, edges, 3)) == ["a", "b", "c"]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(10))
+def test_blocks_split_over_host_only_skip_edges_give_the_brute_force_optimum(seed):
+    """Skip edges between host-only operators (with transfers) jump over cuts; the
+    blocks, each solved alone without those edges, still combine to the optimum of the
+    whole, which the brute force finds with every edge."""
+    rng = random.Random(800 + seed)
+    base = block_structured_instance(rng, 3, width=2, depth=2, cim_prob=0.5,
+                                     budget_share=rng.choice([0.2, 0.4, 1.0]))  # fmt: skip
+    inst = with_host_only_skips(base, rng)
+    best = brute_force_makespan(inst)[0]
+    done = decompose(inst, exact_block_solver, rel_gap=0.0)
+    assert done.ended == "optimal"
+    assert done.schedule.makespan == pytest.approx(best, rel=1e-9)
+    assert done.lower_bound == pytest.approx(best, rel=1e-9)
+    assert verify_cim(inst, done.schedule).ok
 
 
 @pytest.mark.unit
@@ -246,6 +309,66 @@ def test_decomposition_equals_the_monolithic_optimum(seed, solver):
     assert parts.result.best_bound <= whole.schedule.makespan * (1 + 1e-6)
     assert parts.result.options["method"] == "decomposition"
     assert parts.result.options["blocks"] >= 2
+
+
+@pytest.mark.unit
+def test_a_large_block_goes_to_the_solver_that_has_proven_more_of_its_solves(monkeypatch):
+    """HiGHS first, within the probe; CP-SAT after a HiGHS miss, for as long as it misses
+    less; HiGHS again on a tie. Blocks below the pair count, a solver asked for by name
+    (not enabled) and solves that got no time are left alone."""
+    from placement.cim import blockwise, priced
+
+    monkeypatch.setattr(priced, "CPSAT_MIN_PAIRS", 2)
+    rng = random.Random(5)
+    big = random_instance(rng, 8, edge_prob=0.1)
+    small = CimInstance.build([CimOperator("a", 1.0, 0.5, 1)], [], 1)
+    assert len(big.parallel_pairs) >= 2
+    large = blockwise._LargeBlocks(True)
+    base = {"solver": "highs"}
+
+    def step(limit, status):
+        settings, got = large.plan(big, limit, base)
+        large.learn(big, settings, status)
+        return settings["large_block_solver"], got
+
+    assert step(30.0, "time_limit") == ("highs", blockwise.PROBE_SECONDS)
+    assert step(30.0, "optimal") == ("cpsat", 30.0)
+    assert step(None, blockwise.NO_TIME) == ("cpsat", None)
+    assert step(30.0, "time_limit") == ("cpsat", 30.0)
+    assert step(30.0, "optimal") == ("highs", 30.0)  # a tie: HiGHS
+    assert large.plan(small, 30.0, base) == (base, 30.0)
+    assert blockwise._LargeBlocks(False).plan(big, 30.0, base) == (base, 30.0)
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("seed", range(4))
+def test_large_blocks_solved_by_cpsat_combine_to_the_monolithic_optimum(seed, monkeypatch):
+    """Every block with a parallel pair solved by CP-SAT (at budgets and priced), over
+    host-only skip edges too: the decomposition still finds the monolithic optimum. A
+    solver asked for by name solves every block itself."""
+    from placement.cim import blockwise, priced
+
+    monkeypatch.setattr(priced, "CPSAT_MIN_PAIRS", 1)
+    monkeypatch.setattr(blockwise._LargeBlocks, "plan",
+                        lambda self, sub, limit, settings: (
+                            ({**settings, "large_block_solver": "cpsat"}, limit)
+                            if self.enabled and priced.cpsat_pays(sub) else (settings, limit)))
+    calls = []
+    real = priced.solve_cpsat
+    monkeypatch.setattr(priced, "solve_cpsat",
+                        lambda *a, **k: calls.append(k.get("price")) or real(*a, **k))
+    rng = random.Random(900 + seed)
+    inst = with_host_only_skips(block_structured_instance(
+        rng, 5, width=3, depth=3, cim_prob=0.5, budget_share=rng.choice([0.2, 0.4])), rng)
+    whole = solve(inst, method="monolithic", solver="highs", rel_gap=0.0)
+    parts = solve(inst, method="decomposition", solver="auto", rel_gap=1e-7)
+    assert parts.schedule.makespan == pytest.approx(whole.schedule.makespan, rel=1e-6)
+    assert parts.result.best_bound <= whole.schedule.makespan * (1 + 1e-6)
+    assert calls, "no block went to CP-SAT"
+    calls.clear()
+    named = solve(inst, method="decomposition", solver="highs", rel_gap=1e-7)
+    assert named.schedule.makespan == pytest.approx(whole.schedule.makespan, rel=1e-6)
+    assert not calls
 
 
 @pytest.mark.integration

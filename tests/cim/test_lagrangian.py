@@ -190,3 +190,20 @@ def test_a_priced_solve_matches_the_brute_force(seed):
     assert status == "optimal" and value == pytest.approx(truth, rel=1e-6)
     assert math.isfinite(bound)
 
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("seed", range(6))
+def test_a_priced_cpsat_solve_matches_the_brute_force(seed):
+    """The interval model with the priced objective (price rounded down to CP-SAT's time
+    unit: a relaxation, so its bound stays valid) finds the brute-force priced optimum."""
+    inst = random_instance(random.Random(420 + seed), 7, edge_prob=0.3)
+    xbars = [op.crossbars for op in inst.operators if op.supported]
+    saving = [op.t_host - op.t_acc for op in inst.operators if op.supported]
+    price = max(0.0, sorted(s / x for s, x in zip(saving, xbars, strict=True))[len(xbars) // 2])
+    truth = brute_force_makespan(inst, price=price)[0]
+    schedule, bound, _, status = solve_priced(inst, price, solver="cpsat", rel_gap=1e-7)
+    assert verify_cim(inst, schedule).ok
+    value = priced_makespan(inst, schedule, price)
+    assert bound <= truth * (1 + 1e-9)
+    assert status == "optimal" and value == pytest.approx(truth, rel=1e-6)

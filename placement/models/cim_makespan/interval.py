@@ -13,7 +13,10 @@ with scheduling constraints.
   host work within each segment between bottlenecks, consecutive bottlenecks) and
   constant head/tail bounds on the domains; without them CP-SAT proves little on
   YOLO-sized graphs;
-* a feasible schedule as a hint, its makespan as the horizon.
+* a feasible schedule as a hint, its makespan as the horizon;
+* with ``data["price"]`` (time units per crossbar, an integer): minimize T + price x
+  crossbars used instead of T (:mod:`placement.cim.priced`); the horizon must then be
+  the hint's priced value, which bounds T at the priced optimum.
 
 :func:`build_interval_model` takes plain integer data (``placement.cim.cpsat_route`` prepares
 it) and runs in the CP-SAT worker process (``placement.solvers.cpsat``): this module
@@ -76,7 +79,12 @@ def build_interval_model(data: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
                 m.add((makespan if q is None else s[q]) >= e[v] + work(after))
         for u, v, between in data["between"]:  # between consecutive bottlenecks
             m.add(s[v] >= e[u] + work(between))
-    m.minimize(makespan)
+    price = data.get("price", 0)
+    if price and capable:  # priced: the Lagrangian relaxation of Eq. 14 (the row stays)
+        xb = data["crossbars"]
+        m.minimize(makespan + price * sum(xb[index[v]] * (1 - x[v]) for v in capable))
+    else:
+        m.minimize(makespan)
     for v in names:  # a feasible schedule on the same data: the hint
         on_host, start, finish = data["hint"][v]
         m.add_hint(x[v], on_host)
