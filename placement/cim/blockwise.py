@@ -34,7 +34,7 @@ from placement.cim.frontier import floor_bound
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.priced import cpsat_pays, lazy_ordering_pays, solve_priced
-from placement.cim.schedule import CimSchedule, all_host_schedule, best_start
+from placement.cim.schedule import CimSchedule, all_host_schedule, best_start, priced_makespan
 from placement.errors import PlacementError
 from placement.solvers.base import (
     ModelSize,
@@ -51,57 +51,89 @@ BlockOutcome = tuple[CimSchedule, float, "ModelSize | None", str]
 #: Block settings that are not options of the pipeline's solve.
 #: A block solve as handed out: (block instance, limit, starts, price, settings).
 _Job = tuple[CimInstance, "float | None", list[CimSchedule], "float | None", dict[str, Any]]
-_BLOCK_ONLY = ("heuristic_pairs", "cpsat_threads", "large_block_solver")
-#: The first solve of a block that may go to CP-SAT (:class:`_LargeBlocks`) is HiGHS's,
-#: within at most this many seconds: long enough for the blocks HiGHS proves at once
-#: (0.3 s median on the branched family's blocks of 500+ pairs, benchmarks/README.md),
-#: short enough that a block it cannot prove costs little before CP-SAT takes it.
+_BLOCK_ONLY = ("heuristic_pairs", "cpsat_threads", "large_block")
+#: A solve of a block that may go to CP-SAT (:class:`_LargeBlocks`) that HiGHS takes first
+#: gives it at most this many seconds before CP-SAT takes the rest: long enough for the
+#: blocks HiGHS proves at once (0.3 s median on the branched family's blocks of 500+
+#: pairs, benchmarks/README.md), short enough that a block it cannot prove costs little.
 PROBE_SECONDS = 2.0
+HIGHS_FIRST, CPSAT = "HiGHS first", "CP-SAT"
 
 
 class _LargeBlocks:
-    """Which solver the next solve of each block with many parallel pairs goes to
-    (:func:`~placement.cim.priced.cpsat_pays`, when the solver was left to choose): by
-    measurement, the one of HiGHS (its ordering rows as violated) and CP-SAT that has
-    left fewer of the block's solves unproven so far, HiGHS on a tie; the block's first
-    solve is HiGHS's within :data:`PROBE_SECONDS`. Neither wins everywhere: CP-SAT
-    proved YOLOv5nu's head block where HiGHS ended at its limit, HiGHS proved the
-    branched family's 16-wide blocks where CP-SAT did not (benchmarks/README.md)."""
+    """How the next solve of each block with many parallel pairs goes
+    (:func:`~placement.cim.priced.cpsat_pays`, when the solver was left to choose), by
+    measurement: HiGHS (its ordering rows as violated) within :data:`PROBE_SECONDS`,
+    then CP-SAT for the rest of the limit if HiGHS did not prove it (``HIGHS_FIRST``);
+    or CP-SAT alone (``CPSAT``) once HiGHS has left more of the block's solves unproven
+    than CP-SAT has. Neither wins everywhere: CP-SAT proved YOLOv5nu's head block where
+    HiGHS ended at its limit, HiGHS the branched family's 16-wide blocks in a fraction
+    of the time (benchmarks/README.md)."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.misses: dict[tuple[str, ...], dict[str, int]] = {}
 
-    def plan(self, sub: CimInstance, limit: float | None, settings: dict[str, Any]
-             ) -> tuple[dict[str, Any], float | None]:  # fmt: skip
-        """The settings and limit of a solve of ``sub`` within ``limit``."""
+    def plan(self, sub: CimInstance, settings: dict[str, Any]) -> dict[str, Any]:
+        """The settings of the next solve of ``sub``."""
         if not self.enabled or not cpsat_pays(sub):
-            return settings, limit
+            return settings
         misses = self._counts(sub)
-        solver = "cpsat" if misses["cpsat"] < misses["highs"] else "highs"
-        if not misses["solves"]:
-            limit = PROBE_SECONDS if limit is None else min(limit, PROBE_SECONDS)
-        return {**settings, "large_block_solver": solver}, limit
+        how = CPSAT if misses[CPSAT] < misses[HIGHS_FIRST] else HIGHS_FIRST
+        return {**settings, "large_block": how}
 
     def learn(self, sub: CimInstance, settings: dict[str, Any], status: str) -> None:
-        """Count a solve of ``sub`` with ``settings`` that ended with ``status``."""
-        solver = settings.get("large_block_solver")
-        if solver is None or status == NO_TIME:
+        """Count what a solve of ``sub`` with ``settings`` that ended with ``status``
+        (:func:`_large_block_task`'s, naming the solver that ended it) says of each."""
+        how = settings.get("large_block")
+        if how is None or status == NO_TIME:
             return
         misses = self._counts(sub)
-        misses["solves"] += 1
-        if status != SolveStatus.OPTIMAL.value:
-            misses[solver] += 1
-
+        proven = status.startswith(SolveStatus.OPTIMAL.value)
+        if how == HIGHS_FIRST and not status.endswith(f"({CPSAT})"):
+            misses[HIGHS_FIRST] += not proven
+            return
+        if how == HIGHS_FIRST:
+            misses[HIGHS_FIRST] += 1  # its probe did not prove it
+        misses[CPSAT] += not proven
 
     def _counts(self, sub: CimInstance) -> dict[str, int]:
-        return self.misses.setdefault(_key(sub), {"highs": 0, "cpsat": 0, "solves": 0})
+        return self.misses.setdefault(_key(sub), {HIGHS_FIRST: 0, CPSAT: 0})
 
 
 def _key(sub: CimInstance) -> tuple[str, ...]:
     """A block instance's operators: the same for every budget, price and end device."""
     return tuple(op.name for op in sub.operators)
 
+
+def _large_block_task(
+    sub: CimInstance, limit: float | None, known: list[CimSchedule],
+    settings: dict[str, Any], price: float,
+) -> BlockOutcome:  # fmt: skip
+    """A solve of a large block as :class:`_LargeBlocks` planned it (priced, at price 0
+    for a budget solve); the status names the solver that ended it. Both solvers' bounds
+    are of the same least priced value, so the better one stands, with the better
+    placement. CP-SAT keeps its own threads: its strength is its portfolio of parallel
+    searches (one search alone proved none of YOLOv5nu's head-block solves in 20 s that
+    its default, all cores, proved in 1-7 s: benchmarks/README.md)."""
+    common = {"time_limit": limit, "rel_gap": settings["rel_gap"]}
+    if settings["large_block"] == CPSAT:
+        schedule, bound, size, status = solve_priced(
+            sub, price, solver="cpsat", threads=settings["cpsat_threads"], starts=known,
+            **common)  # fmt: skip
+        return schedule, bound, size, f"{status} ({CPSAT})"
+    tick = time.perf_counter()
+    probe = PROBE_SECONDS if limit is None else min(limit, PROBE_SECONDS)
+    first = solve_priced(sub, price, formulation=settings["formulation"],
+                         solver=settings["solver"], threads=settings["threads"],
+                         starts=known, **{**common, "time_limit": probe})  # fmt: skip
+    rest = None if limit is None else limit - (time.perf_counter() - tick)
+    if first[3] == SolveStatus.OPTIMAL.value or (rest is not None and rest < MIN_SOLVE):
+        return (*first[:3], f"{first[3]} (HiGHS)")
+    second = solve_priced(sub, price, solver="cpsat", threads=settings["cpsat_threads"],
+                          starts=[first[0], *known], **{**common, "time_limit": rest})  # fmt: skip
+    schedule = min(first[0], second[0], key=lambda s: priced_makespan(sub, s, price))
+    return schedule, max(first[1], second[1]), second[2], f"{second[3]} ({CPSAT})"
 
 
 def block_task(
@@ -142,19 +174,14 @@ def block_task(
         known = [first]
         if limit is not None:
             limit = max(limit - (time.perf_counter() - tick), MIN_SOLVE)
-    solver, threads = settings["solver"], settings["threads"]
-    if settings.get("large_block_solver") == "cpsat":  # _LargeBlocks chose it
-        # CP-SAT's strength is its portfolio of parallel searches: one search alone
-        # proved none of YOLOv5nu's head-block solves in 20 s that its default (all
-        # cores) proved in 1-7 s (benchmarks/README.md), so it keeps its own threads
-        solver, threads = "cpsat", settings["cpsat_threads"]
-    if price is None and (solver == "cpsat"
-                          or lazy_ordering_pays(sub, settings["formulation"], solver)):
+    if settings.get("large_block") is not None:  # _LargeBlocks planned it
+        return _large_block_task(sub, limit, known, settings, price or 0.0)
+    if price is None and lazy_ordering_pays(sub, settings["formulation"], settings["solver"]):
         price = 0.0  # a budget solve is the priced one at price 0 (the budget row stays)
     if price is not None:
         return solve_priced(sub, price, formulation=settings["formulation"],
-                            solver=solver, time_limit=limit,
-                            rel_gap=settings["rel_gap"], threads=threads,
+                            solver=settings["solver"], time_limit=limit,
+                            rel_gap=settings["rel_gap"], threads=settings["threads"],
                             starts=known)  # fmt: skip
     options = {k: v for k, v in settings.items() if k not in _BLOCK_ONLY}
     try:
@@ -239,11 +266,8 @@ def solve_decomposed(
 
     def planned(jobs: list[tuple[CimInstance, float | None, list[CimSchedule], float | None]]
                 ) -> list[_Job]:  # fmt: skip
-        out = []
-        for sub, limit, known, price in jobs:
-            job_settings, job_limit = large.plan(sub, limit, settings)
-            out.append((sub, job_limit, known, price, job_settings))
-        return out
+        return [(sub, limit, known, price, large.plan(sub, settings))
+                for sub, limit, known, price in jobs]
 
     def keep(job: _Job, outcome: BlockOutcome) -> tuple[CimSchedule, float]:
         schedule, bound, size, status = outcome

@@ -28,7 +28,7 @@ from placement.cim.frontier import (
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.pipeline import AUTO_DECOMPOSE_MIN_OPERATORS, solve
-from placement.cim.schedule import asap_schedule
+from placement.cim.schedule import all_host_schedule, asap_schedule
 from placement.cim.verifier import verify_cim
 from placement.errors import PlacementError
 from placement.solvers.base import SolveStatus
@@ -312,32 +312,61 @@ def test_decomposition_equals_the_monolithic_optimum(seed, solver):
 
 
 @pytest.mark.unit
-def test_a_large_block_goes_to_the_solver_that_has_proven_more_of_its_solves(monkeypatch):
-    """HiGHS first, within the probe; CP-SAT after a HiGHS miss, for as long as it misses
-    less; HiGHS again on a tie. Blocks below the pair count, a solver asked for by name
-    (not enabled) and solves that got no time are left alone."""
+def test_a_large_block_goes_to_cpsat_alone_once_highs_has_missed_more(monkeypatch):
+    """HiGHS first (CP-SAT taking over when its probe does not prove the block) until
+    HiGHS has missed more of the block's solves than CP-SAT; then CP-SAT alone, for as
+    long as it misses less. Blocks below the pair count, a solver asked for by name
+    (not enabled) and solves that got no time change nothing."""
     from placement.cim import blockwise, priced
 
     monkeypatch.setattr(priced, "CPSAT_MIN_PAIRS", 2)
-    rng = random.Random(5)
-    big = random_instance(rng, 8, edge_prob=0.1)
+    big = random_instance(random.Random(5), 8, edge_prob=0.1)
     small = CimInstance.build([CimOperator("a", 1.0, 0.5, 1)], [], 1)
     assert len(big.parallel_pairs) >= 2
     large = blockwise._LargeBlocks(True)
     base = {"solver": "highs"}
+    first, alone = blockwise.HIGHS_FIRST, blockwise.CPSAT
 
-    def step(limit, status):
-        settings, got = large.plan(big, limit, base)
+    def step(status):
+        settings = large.plan(big, base)
         large.learn(big, settings, status)
-        return settings["large_block_solver"], got
+        return settings["large_block"]
 
-    assert step(30.0, "time_limit") == ("highs", blockwise.PROBE_SECONDS)
-    assert step(30.0, "optimal") == ("cpsat", 30.0)
-    assert step(None, blockwise.NO_TIME) == ("cpsat", None)
-    assert step(30.0, "time_limit") == ("cpsat", 30.0)
-    assert step(30.0, "optimal") == ("highs", 30.0)  # a tie: HiGHS
-    assert large.plan(small, 30.0, base) == (base, 30.0)
-    assert blockwise._LargeBlocks(False).plan(big, 30.0, base) == (base, 30.0)
+    assert step("optimal (HiGHS)") == first  # misses: HiGHS 0, CP-SAT 0
+    assert step("time_limit (CP-SAT)") == first  # both missed: 1, 1
+    assert step("optimal (CP-SAT)") == first  # the probe missed: 2, 1
+    assert step(blockwise.NO_TIME) == alone  # no time: 2, 1
+    assert step("time_limit (CP-SAT)") == alone  # 2, 2
+    assert step("optimal (HiGHS)") == first  # a tie: HiGHS first again
+    assert large.plan(small, base) == base
+    assert blockwise._LargeBlocks(False).plan(big, base) == base
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("probe", [0.0, 30.0])
+@pytest.mark.parametrize("price", [None, "median"])
+def test_a_large_block_solve_is_proven_by_highs_or_by_cpsat_after_it(probe, price, monkeypatch):
+    """HiGHS first: a probe too short for it (0 s) leaves the solve to CP-SAT, which proves
+    it; a long one lets HiGHS prove it. Either way the brute-force optimum (at a budget,
+    or priced) with a bound below it, the status naming the solver that ended it."""
+    from placement.cim import blockwise
+
+    monkeypatch.setattr(blockwise, "PROBE_SECONDS", probe)
+    inst = random_instance(random.Random(61), 7, edge_prob=0.25)
+    if price == "median":
+        saving = sorted((op.t_host - op.t_acc) / op.crossbars
+                        for op in inst.operators if op.supported)  # fmt: skip
+        price = max(saving[len(saving) // 2], 0.0)
+    truth = brute_force_makespan(inst, price=price or 0.0)[0]
+    settings = {"formulation": "tightened", "solver": "highs", "rel_gap": 1e-7, "threads": 1,
+                "warm_start": None, "heuristic_pairs": 0, "cpsat_threads": None,
+                "large_block": blockwise.HIGHS_FIRST}  # fmt: skip
+    start = [all_host_schedule(inst)]  # with a start, no heuristic proves it first
+    schedule, bound, _, status = blockwise.block_task(solve, inst, 30.0, start, settings, price)
+    verify_cim(inst, schedule).raise_if_failed()
+    value = schedule.makespan + (price or 0.0) * schedule.crossbars_used(inst)
+    assert value == pytest.approx(truth, rel=1e-6) and bound <= truth * (1 + 1e-7)
+    assert status == ("optimal (CP-SAT)" if probe == 0.0 else "optimal (HiGHS)")
 
 
 @pytest.mark.solver
@@ -350,9 +379,9 @@ def test_large_blocks_solved_by_cpsat_combine_to_the_monolithic_optimum(seed, mo
 
     monkeypatch.setattr(priced, "CPSAT_MIN_PAIRS", 1)
     monkeypatch.setattr(blockwise._LargeBlocks, "plan",
-                        lambda self, sub, limit, settings: (
-                            ({**settings, "large_block_solver": "cpsat"}, limit)
-                            if self.enabled and priced.cpsat_pays(sub) else (settings, limit)))
+                        lambda self, sub, settings: (
+                            {**settings, "large_block": blockwise.CPSAT}
+                            if self.enabled and priced.cpsat_pays(sub) else settings))
     calls = []
     real = priced.solve_cpsat
     monkeypatch.setattr(priced, "solve_cpsat",
