@@ -372,6 +372,9 @@ def solve_decomposed(
         where = f" on the Dask cluster at {client.scheduler.address} ({parallel} threads)"
     elif workers > 1:
         where = f" ({pooled[0]} of them in {workers} worker processes)"
+    by_cpsat = sum(n for status, n in statuses.items() if status.endswith(f"({CPSAT})"))
+    if by_cpsat:
+        where += f"; CP-SAT ended {by_cpsat} of them"
     notes = [f"decomposed into {done.blocks} blocks at {done.cuts} cut operators,"
              f" {done.solves} block solves in {done.rounds} rounds{where}"]  # fmt: skip
     if status != SolveStatus.OPTIMAL:
@@ -383,6 +386,7 @@ def solve_decomposed(
     extra = options.recorded() | done.to_json() | {
         "formulation": formulation, "block_statuses": statuses, "start_from": origin,
         "workers": parallel if client is None else 1, "block_solves_in_workers": pooled[0],
+        "block_solves_by_cpsat": by_cpsat,
         "scheduler": None if client is None else client.scheduler.address,
         "phases": phases.records,
     }  # fmt: skip

@@ -63,6 +63,8 @@ def summary_lines(
         elif o.get("workers", 1) > 1:
             where = (f", {o.get('block_solves_in_workers', '?')} of them in {o['workers']}"
                      " worker processes")  # fmt: skip
+        if o.get("block_solves_by_cpsat"):  # large blocks HiGHS did not prove
+            where += f", {o['block_solves_by_cpsat']} ended by CP-SAT"
         lines.append(
             f"solver: decomposition into {o['blocks']} blocks at {o['cuts']} cut operators,"
             f" each block by {_solver_label(res)}{_formulation_note(res)}"
