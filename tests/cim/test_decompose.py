@@ -115,24 +115,6 @@ def test_a_skip_edge_between_host_only_operators_keeps_the_cut():
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("seed", range(10))
-def test_blocks_split_over_host_only_skip_edges_give_the_brute_force_optimum(seed):
-    """Skip edges between host-only operators (with transfers) jump over cuts; the
-    blocks, each solved alone without those edges, still combine to the optimum of the
-    whole, which the brute force finds with every edge."""
-    rng = random.Random(800 + seed)
-    base = block_structured_instance(rng, 3, width=2, depth=2, cim_prob=0.5,
-                                     budget_share=rng.choice([0.2, 0.4, 1.0]))  # fmt: skip
-    inst = with_host_only_skips(base, rng)
-    best = brute_force_makespan(inst)[0]
-    done = decompose(inst, exact_block_solver, rel_gap=0.0)
-    assert done.ended == "optimal"
-    assert done.schedule.makespan == pytest.approx(best, rel=1e-9)
-    assert done.lower_bound == pytest.approx(best, rel=1e-9)
-    assert verify_cim(inst, done.schedule).ok
-
-
-@pytest.mark.unit
 def test_a_skip_edge_over_an_operator_makes_it_no_cut():
     ops = [CimOperator(v, 1.0, 0.5, 1) for v in "abc"]
     edges = [CimEdge("a", "b", 0.1), CimEdge("b", "c", 0.1), CimEdge("a", "c", 5.0)]
@@ -175,12 +157,22 @@ def test_a_block_instance_carries_the_cut_transfers_and_devices():
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("skips", [False, True])
 @pytest.mark.parametrize("seed", range(10))
-def test_combining_exact_blocks_gives_the_brute_force_optimum(seed):
-    """No MIP anywhere: blocks by brute force, the whole by brute force."""
-    rng = random.Random(100 + seed)
-    inst = block_structured_instance(rng, 3, width=2, depth=2,
-                                     budget_share=rng.choice([0.0, 0.2, 0.4, 1.0]))  # fmt: skip
+def test_combining_exact_blocks_gives_the_brute_force_optimum(seed, skips):
+    """No MIP anywhere: blocks by brute force, the whole by brute force. With ``skips``,
+    skip edges (with transfers) between host-only operators jump over cuts: the blocks,
+    each solved without those edges, still combine to the optimum of the whole, which
+    the brute force finds with every edge."""
+    if skips:
+        rng = random.Random(800 + seed)
+        inst = with_host_only_skips(block_structured_instance(
+            rng, 3, width=2, depth=2, cim_prob=0.5,
+            budget_share=rng.choice([0.2, 0.4, 1.0])), rng)  # fmt: skip
+    else:
+        rng = random.Random(100 + seed)
+        inst = block_structured_instance(rng, 3, width=2, depth=2,
+                                         budget_share=rng.choice([0.0, 0.2, 0.4, 1.0]))  # fmt: skip
     best = brute_force_makespan(inst)[0]
     done = decompose(inst, exact_block_solver, rel_gap=0.0)
     assert done.ended == "optimal"
