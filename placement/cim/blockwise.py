@@ -48,9 +48,9 @@ from placement.solvers.workers import WORKERS_AFTER, cluster_threads, process_po
 NO_TIME = "not solved (no time)"
 BLOCK_ERROR = "solver error (its start kept)"
 BlockOutcome = tuple[CimSchedule, float, "ModelSize | None", str]
-#: Block settings that are not options of the pipeline's solve.
 #: A block solve as handed out: (block instance, limit, starts, price, settings).
 _Job = tuple[CimInstance, "float | None", list[CimSchedule], "float | None", dict[str, Any]]
+#: Block settings that are not options of the pipeline's solve.
 _BLOCK_ONLY = ("heuristic_pairs", "cpsat_threads", "large_block")
 #: A solve of a block that may go to CP-SAT (:class:`_LargeBlocks`) that HiGHS takes first
 #: gives it at most this many seconds before CP-SAT takes the rest: long enough for the

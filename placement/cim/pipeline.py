@@ -28,8 +28,8 @@ Solvers:
 Methods: ``monolithic`` solves the whole instance as one model; ``decomposition`` splits
 it at its cut operators (``placement.cim.frontier``) and solves the blocks between them
 alone, combining them exactly (``placement.cim.decompose``; each block with the
-formulation and solver asked for, or with ``auto`` HiGHS, and CP-SAT for a block with
-many parallel pairs: ``placement.cim.priced.cpsat_pays``); ``auto``
+formulation and solver asked for; with ``auto`` HiGHS, and CP-SAT on a block with many
+parallel pairs that HiGHS does not prove quickly: ``placement.cim.blockwise``); ``auto``
 (:func:`plan_method`) solves whole a model of your own, a graph of fewer than
 :data:`AUTO_DECOMPOSE_MIN_OPERATORS` operators and one whose largest block holds more
 than :data:`AUTO_DECOMPOSE_MAX_BLOCK_SHARE` of them; it decomposes the others, and where
@@ -327,7 +327,7 @@ def solve(
         check_scheduler_address(scheduler)
     deadline = Deadline(time_limit)
     block_formulation, block_solver = block_choices(formulation, solver)
-    cpsat_blocks = solver == "auto"  # large blocks to CP-SAT (placement.cim.priced)
+    cpsat_blocks = solver == "auto"  # large blocks may go to CP-SAT (cim.blockwise)
     if model is not None:
         formulation = model_formulation(model, formulation)
         solver = resolve_solver(formulation, solver, warm_start, mip=True)

@@ -52,11 +52,12 @@ PRICED_FALLBACK_SOLVER = "highs"
 #: (12 of 39 blocks, 2 the other way), from 150 pairs the loop did (8 of 50 vs 1), and from
 #: 500 pairs it proved all 8 blocks in 0.3 s median where the whole model proved none.
 LAZY_MIN_PAIRS = 150
-#: From this many parallel pairs a block solve goes to CP-SAT when the solver is left to
-#: choose (:func:`cpsat_pays`). Measured (benchmarks/README.md, "Cuts over host-only skip
-#: edges"): YOLOv5nu's 88-operator head block (1,929 pairs) proven by CP-SAT at every
-#: budget tried in 0.5-1.2 s, where HiGHS with the ordering rows as violated ended at its
-#: 60-s limit with 1.1-1.6 %.
+#: From this many parallel pairs a block solve may go to CP-SAT when the solver is left to
+#: choose (:func:`cpsat_pays`; ``placement.cim.blockwise._LargeBlocks`` decides).
+#: Measured (benchmarks/README.md, "Cuts over host-only skip edges"): YOLOv5nu's
+#: 88-operator head block (1,929 pairs) proven by CP-SAT at every budget tried in
+#: 0.5-1.2 s, where HiGHS with the ordering rows as violated ended at its 60-s limit
+#: with 1.1-1.6 %.
 CPSAT_MIN_PAIRS = 150
 
 
@@ -111,8 +112,8 @@ def solve_priced(
 
 
 def cpsat_pays(instance: CimInstance) -> bool:
-    """Whether a decomposition's block solve (at a budget or priced) of ``instance`` goes to
-    CP-SAT when the solver is left to choose: with at least :data:`CPSAT_MIN_PAIRS`
+    """Whether a decomposition's block solve (at a budget or priced) of ``instance`` may go
+    to CP-SAT when the solver is left to choose: with at least :data:`CPSAT_MIN_PAIRS`
     parallel pairs, and OR-Tools installed."""
     return (len(instance.parallel_pairs) >= CPSAT_MIN_PAIRS
             and get_backend("cpsat").unavailable_reason() is None)  # fmt: skip
