@@ -56,7 +56,7 @@ LAZY_MIN_PAIRS = 150
 #: choose (:func:`cpsat_pays`; ``placement.cim.blockwise._LargeBlocks`` decides).
 #: Measured (benchmarks/README.md, "Cuts over host-only skip edges"): YOLOv5nu's
 #: 88-operator head block (1,929 pairs) proven by CP-SAT at every budget tried in
-#: 0.5-1.2 s, where HiGHS with the ordering rows as violated ended at its 60-s limit
+#: 0.4-1.2 s, where HiGHS with the ordering rows as violated ended at its 60-s limit
 #: with 1.1-1.6 %.
 CPSAT_MIN_PAIRS = 150
 
