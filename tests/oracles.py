@@ -290,3 +290,11 @@ def brute_force_front(instance: CimInstance, axes: list[str]) -> list[dict[str, 
         if not dominated and not same:
             front.append(p)
     return front
+
+
+def median_price(instance: CimInstance) -> float:
+    """The median CIM saving per crossbar (seconds per crossbar, at least 0): a price at
+    which some operators pay for their crossbars and some do not."""
+    rates = sorted((op.t_host - op.t_acc) / op.crossbars for op in instance.operators
+                   if op.supported and op.crossbars)  # fmt: skip
+    return max(0.0, rates[len(rates) // 2]) if rates else 0.0

@@ -12,7 +12,13 @@ import random
 
 import networkx as nx
 import pytest
-from oracles import block_structured_instance, brute_force_makespan, random_instance, with_energy
+from oracles import (
+    block_structured_instance,
+    brute_force_makespan,
+    median_price,
+    random_instance,
+    with_energy,
+)
 
 from placement.cim.decompose import decompose
 from placement.cim.frontier import (
@@ -346,9 +352,7 @@ def test_a_large_block_solve_is_proven_by_highs_or_by_cpsat_after_it(probe, pric
     monkeypatch.setattr(blockwise, "PROBE_SECONDS", probe)
     inst = random_instance(random.Random(61), 7, edge_prob=0.25)
     if price == "median":
-        saving = sorted((op.t_host - op.t_acc) / op.crossbars
-                        for op in inst.operators if op.supported)  # fmt: skip
-        price = max(saving[len(saving) // 2], 0.0)
+        price = median_price(inst)
     truth = brute_force_makespan(inst, price=price or 0.0)[0]
     settings = {"formulation": "tightened", "solver": "highs", "rel_gap": 1e-7, "threads": 1,
                 "warm_start": None, "heuristic_pairs": 0, "cpsat_threads": None,

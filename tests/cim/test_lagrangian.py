@@ -12,7 +12,12 @@ import math
 import random
 
 import pytest
-from oracles import block_structured_instance, brute_force_makespan, random_instance
+from oracles import (
+    block_structured_instance,
+    brute_force_makespan,
+    median_price,
+    random_instance,
+)
 
 from placement.cim import combine
 from placement.cim.combine import (
@@ -178,9 +183,7 @@ def test_the_priced_objective_is_makespan_plus_price_times_crossbars():
 @pytest.mark.parametrize("seed", range(6))
 def test_a_priced_solve_matches_the_brute_force(seed):
     inst = random_instance(random.Random(400 + seed), 7, edge_prob=0.3)
-    xbars = [op.crossbars for op in inst.operators if op.supported]
-    saving = [op.t_host - op.t_acc for op in inst.operators if op.supported]
-    price = max(0.0, sorted(s / x for s, x in zip(saving, xbars, strict=True))[len(xbars) // 2])
+    price = median_price(inst)
     truth = brute_force_makespan(inst, price=price)[0]
     schedule, bound, _, status = solve_priced(inst, price, rel_gap=1e-9)
     assert verify_cim(inst, schedule).ok
@@ -191,16 +194,13 @@ def test_a_priced_solve_matches_the_brute_force(seed):
     assert math.isfinite(bound)
 
 
-
 @pytest.mark.solver
 @pytest.mark.parametrize("seed", range(6))
 def test_a_priced_cpsat_solve_matches_the_brute_force(seed):
     """The interval model with the priced objective (price rounded down to CP-SAT's time
     unit: a relaxation, so its bound stays valid) finds the brute-force priced optimum."""
     inst = random_instance(random.Random(420 + seed), 7, edge_prob=0.3)
-    xbars = [op.crossbars for op in inst.operators if op.supported]
-    saving = [op.t_host - op.t_acc for op in inst.operators if op.supported]
-    price = max(0.0, sorted(s / x for s, x in zip(saving, xbars, strict=True))[len(xbars) // 2])
+    price = median_price(inst)
     truth = brute_force_makespan(inst, price=price)[0]
     schedule, bound, _, status = solve_priced(inst, price, solver="cpsat", rel_gap=1e-7)
     assert verify_cim(inst, schedule).ok

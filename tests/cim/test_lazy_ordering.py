@@ -10,7 +10,12 @@ from __future__ import annotations
 import random
 
 import pytest
-from oracles import block_structured_instance, brute_force_makespan, random_instance
+from oracles import (
+    block_structured_instance,
+    brute_force_makespan,
+    median_price,
+    random_instance,
+)
 
 from placement.cim import priced
 from placement.cim.blockwise import block_task
@@ -102,20 +107,13 @@ def test_same_optimum_as_the_whole_tightened_model(seed):
 # --------------------------------------------------------------------------- priced
 
 
-def _median_price(inst) -> float:
-    """The median CIM saving per crossbar: a price at which some operators pay, some not."""
-    rates = sorted((op.t_host - op.t_acc) / op.crossbars for op in inst.operators
-                   if op.supported and op.crossbars)  # fmt: skip
-    return max(0.0, rates[len(rates) // 2]) if rates else 0.0
-
-
 @pytest.mark.solver
 @pytest.mark.parametrize("seed", range(6))
 def test_a_priced_loop_matches_the_brute_force(seed):
     """T + price x crossbars, against the brute force over every placement and host order
     at that price; every round's bound below the priced optimum."""
     inst = random_instance(random.Random(400 + seed), 7, edge_prob=0.3)
-    price = _median_price(inst)
+    price = median_price(inst)
     truth = brute_force_makespan(inst, price=price)[0]
     result, schedule = solve_lazy_ordering(inst, SolveOptions(rel_gap=1e-6),
                                            all_host_schedule(inst), Deadline(None),
@@ -140,7 +138,7 @@ def test_priced_rows_added_where_the_relaxation_is_below_the_optimum(blocks, see
     inst = block_structured_instance(random.Random(seed), blocks, width=3, depth=2)
     block = max((b for b in split(inst)[0] if b.operators), key=lambda b: len(b.operators))
     sub = block_instance(inst, block, HOST, exit_on, inst.crossbar_budget)
-    price = _median_price(sub)
+    price = median_price(sub)
     truth = brute_force_makespan(sub, price=price)[0]
     result, schedule = solve_lazy_ordering(sub, SolveOptions(rel_gap=1e-6),
                                            all_host_schedule(sub), Deadline(None),
@@ -160,7 +158,7 @@ def test_solve_priced_by_the_loop_or_the_whole_model_finds_the_optimum(seed, mon
     """solve_priced by the loop (every instance at or above the pair count) and by the
     whole priced model agree with the brute force; other models never take the loop."""
     inst = random_instance(random.Random(500 + seed), 7, edge_prob=0.25)
-    price = _median_price(inst)
+    price = median_price(inst)
     truth = brute_force_makespan(inst, price=price)[0]
     for pairs in (0, 10**9):
         monkeypatch.setattr(priced, "LAZY_MIN_PAIRS", pairs)
