@@ -116,22 +116,24 @@ def _large_block_task(
     placement. CP-SAT keeps its own threads: its strength is its portfolio of parallel
     searches (one search alone proved none of YOLOv5nu's head-block solves in 20 s that
     its default, all cores, proved in 1-7 s: benchmarks/README.md)."""
-    common = {"time_limit": limit, "rel_gap": settings["rel_gap"]}
+    rel_gap = settings["rel_gap"]
+
+    def cpsat(limit: float | None, starts: list[CimSchedule]) -> BlockOutcome:
+        return solve_priced(sub, price, solver="cpsat", time_limit=limit, rel_gap=rel_gap,
+                            threads=settings["cpsat_threads"], starts=starts)  # fmt: skip
+
     if settings["large_block"] == CPSAT:
-        schedule, bound, size, status = solve_priced(
-            sub, price, solver="cpsat", threads=settings["cpsat_threads"], starts=known,
-            **common)  # fmt: skip
+        schedule, bound, size, status = cpsat(limit, known)
         return schedule, bound, size, f"{status} ({CPSAT})"
     tick = time.perf_counter()
     probe = PROBE_SECONDS if limit is None else min(limit, PROBE_SECONDS)
     first = solve_priced(sub, price, formulation=settings["formulation"],
-                         solver=settings["solver"], threads=settings["threads"],
-                         starts=known, **{**common, "time_limit": probe})  # fmt: skip
+                         solver=settings["solver"], time_limit=probe, rel_gap=rel_gap,
+                         threads=settings["threads"], starts=known)  # fmt: skip
     rest = None if limit is None else limit - (time.perf_counter() - tick)
     if first[3] == SolveStatus.OPTIMAL.value or (rest is not None and rest < MIN_SOLVE):
         return (*first[:3], f"{first[3]} (HiGHS)")
-    second = solve_priced(sub, price, solver="cpsat", threads=settings["cpsat_threads"],
-                          starts=[first[0], *known], **{**common, "time_limit": rest})  # fmt: skip
+    second = cpsat(rest, [first[0], *known])
     schedule = min(first[0], second[0], key=lambda s: priced_makespan(sub, s, price))
     return schedule, max(first[1], second[1]), second[2], f"{second[3]} ({CPSAT})"
 
