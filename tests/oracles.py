@@ -15,13 +15,15 @@ import random
 import networkx as nx
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
+from placement.cim.schedule import CrossbarCost
 
 
 def brute_force_makespan(
-    instance: CimInstance, price: float = 0.0
+    instance: CimInstance, price: float | CrossbarCost = 0.0
 ) -> tuple[float, dict[str, bool], list[str]]:
-    """Minimum makespan (plus ``price`` x the crossbars used: a priced solve's objective)
-    over every assignment within budget and every host sequence.
+    """Minimum makespan (plus what the crossbars used cost at ``price``, seconds per
+    crossbar or by the count: a priced solve's objective) over every assignment within
+    budget and every host sequence.
 
     For each assignment of supported operators (unsupported ones stay on the
     host) whose crossbars fit the budget, every sequence of the host operators
@@ -45,7 +47,7 @@ def brute_force_makespan(
         host = [v for v in names if on_host[v]]
         blockers = {v: {a for a in ancestors[v] if on_host[a]} for v in host}
         rest = sum(instance.by_name[v].t_host for v in host)
-        best.extra = price * crossbars
+        best.extra = price(crossbars) if isinstance(price, CrossbarCost) else price * crossbars
         _extend(instance, on_host, host, blockers, [], {}, 0.0, rest, best)
     assert best.on_host is not None and best.order is not None
     return best.makespan, best.on_host, best.order
@@ -298,3 +300,14 @@ def median_price(instance: CimInstance) -> float:
     rates = sorted((op.t_host - op.t_acc) / op.crossbars for op in instance.operators
                    if op.supported and op.crossbars)  # fmt: skip
     return max(0.0, rates[len(rates) // 2]) if rates else 0.0
+
+
+def random_cost(rng: random.Random, instance: CimInstance) -> CrossbarCost:
+    """A cost of the crossbars by the count, never decreasing, for 0..budget: steps of
+    about the median saving per crossbar, some flat (near-ties), some a jump."""
+    scale = max(median_price(instance), 1e-5)
+    values, total = [], rng.uniform(0.0, 5.0) * scale
+    for _ in range(instance.crossbar_budget + 1):
+        values.append(total)
+        total += rng.choice([0.0, rng.uniform(0.0, 2.0) * scale, 5.0 * scale])
+    return CrossbarCost(tuple(values))

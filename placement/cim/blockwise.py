@@ -34,7 +34,13 @@ from placement.cim.frontier import floor_bound
 from placement.cim.instance import CimInstance
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.priced import cpsat_pays, lazy_ordering_pays, solve_priced
-from placement.cim.schedule import CimSchedule, all_host_schedule, best_start, priced_makespan
+from placement.cim.schedule import (
+    CimSchedule,
+    CrossbarCost,
+    all_host_schedule,
+    best_start,
+    priced_makespan,
+)
 from placement.errors import PlacementError
 from placement.solvers.base import (
     ModelSize,
@@ -49,7 +55,8 @@ NO_TIME = "not solved (no time)"
 BLOCK_ERROR = "solver error (its start kept)"
 BlockOutcome = tuple[CimSchedule, float, "ModelSize | None", str]
 #: A block solve as handed out: (block instance, limit, starts, price, settings).
-_Job = tuple[CimInstance, "float | None", list[CimSchedule], "float | None", dict[str, Any]]
+_Job = tuple[CimInstance, "float | None", list[CimSchedule], "float | CrossbarCost | None",
+             dict[str, Any]]
 #: Block settings that are not options of the pipeline's solve.
 _BLOCK_ONLY = ("heuristic_pairs", "cpsat_threads", "large_block")
 #: A solve of a block that may go to CP-SAT (:class:`_LargeBlocks`) that HiGHS takes first
@@ -116,26 +123,31 @@ def _large_block_task(
     placement. CP-SAT keeps its own threads: its strength is its portfolio of parallel
     searches (one search alone proved none of YOLOv5nu's head-block solves in 20 s that
     its default, all cores, proved in 1-7 s: benchmarks/README.md)."""
-    rel_gap = settings["rel_gap"]
-
-    def cpsat(limit: float | None, starts: list[CimSchedule]) -> BlockOutcome:
-        return solve_priced(sub, price, solver="cpsat", time_limit=limit, rel_gap=rel_gap,
-                            threads=settings["cpsat_threads"], starts=starts)  # fmt: skip
-
     if settings["large_block"] == CPSAT:
-        schedule, bound, size, status = cpsat(limit, known)
-        return schedule, bound, size, f"{status} ({CPSAT})"
+        return _cpsat_task(sub, limit, known, settings, price)
     tick = time.perf_counter()
     probe = PROBE_SECONDS if limit is None else min(limit, PROBE_SECONDS)
     first = solve_priced(sub, price, formulation=settings["formulation"],
-                         solver=settings["solver"], time_limit=probe, rel_gap=rel_gap,
+                         solver=settings["solver"], time_limit=probe,
+                         rel_gap=settings["rel_gap"],
                          threads=settings["threads"], starts=known)  # fmt: skip
     rest = None if limit is None else limit - (time.perf_counter() - tick)
     if first[3] == SolveStatus.OPTIMAL.value or (rest is not None and rest < MIN_SOLVE):
         return (*first[:3], f"{first[3]} (HiGHS)")
-    second = cpsat(rest, [first[0], *known])
+    second = _cpsat_task(sub, rest, [first[0], *known], settings, price)
     schedule = min(first[0], second[0], key=lambda s: priced_makespan(sub, s, price))
-    return schedule, max(first[1], second[1]), second[2], f"{second[3]} ({CPSAT})"
+    return schedule, max(first[1], second[1]), second[2], second[3]
+
+
+def _cpsat_task(
+    sub: CimInstance, limit: float | None, known: list[CimSchedule],
+    settings: dict[str, Any], price: float | CrossbarCost,
+) -> BlockOutcome:  # fmt: skip
+    """A priced solve of a block by CP-SAT, with its own threads; the status says so."""
+    schedule, bound, size, status = solve_priced(
+        sub, price, solver="cpsat", time_limit=limit, rel_gap=settings["rel_gap"],
+        threads=settings["cpsat_threads"], starts=known)  # fmt: skip
+    return schedule, bound, size, f"{status} ({CPSAT})"
 
 
 def block_task(
@@ -144,7 +156,7 @@ def block_task(
     limit: float | None,
     known: list[CimSchedule],
     settings: dict[str, Any],
-    price: float | None = None,
+    price: float | CrossbarCost | None = None,
     finish_by: float | None = None,
 ) -> BlockOutcome:
     """One block solve (picklable: a worker process runs it): its schedule, its bound,
@@ -153,7 +165,8 @@ def block_task(
     solve starts: a round's solves queue for the workers, and a limit set when the round
     was handed out would let the last of them run past the deadline.
     With ``price``: a priced solve (:func:`placement.cim.priced.solve_priced`), whose
-    bound is of the least makespan + price x crossbars. Without one, a block where
+    bound is of the least makespan + what the crossbars cost (by the count, a
+    :class:`~placement.cim.schedule.CrossbarCost`: by CP-SAT). Without one, a block where
     :func:`~placement.cim.priced.lazy_ordering_pays` is solved as the priced one at price
     0 (its ordering rows as violated), otherwise whole by ``solve_fn``."""
     if finish_by is not None:
@@ -176,6 +189,8 @@ def block_task(
         known = [first]
         if limit is not None:
             limit = max(limit - (time.perf_counter() - tick), MIN_SOLVE)
+    if isinstance(price, CrossbarCost):  # only CP-SAT prices by the count
+        return _cpsat_task(sub, limit, known, settings, price)
     if settings.get("large_block") is not None:  # _LargeBlocks planned it
         return _large_block_task(sub, limit, known, settings, price or 0.0)
     if price is None and lazy_ordering_pays(sub, settings["formulation"], settings["solver"]):
@@ -253,8 +268,8 @@ def solve_decomposed(
     proven without a model). ``hand_over(best, bound)`` is asked before each round whether
     to stop for another method (:func:`~placement.cim.decompose.decompose`).
     ``cpsat_blocks``: a block where :func:`~placement.cim.priced.cpsat_pays` may be solved
-    by CP-SAT, at a budget and priced, as :class:`_LargeBlocks` chooses (the solver was
-    left to choose)."""
+    by CP-SAT, at a budget and priced, as :class:`_LargeBlocks` chooses, and in closing
+    rounds priced by what the rest takes (the solver was left to choose)."""
     reserve = end_reserve(instance)
     sizes: list[ModelSize] = []
     statuses: dict[str, int] = {}
@@ -266,8 +281,8 @@ def solve_decomposed(
 
     large = _LargeBlocks(cpsat_blocks)
 
-    def planned(jobs: list[tuple[CimInstance, float | None, list[CimSchedule], float | None]]
-                ) -> list[_Job]:  # fmt: skip
+    def planned(jobs: list[tuple[CimInstance, float | None, list[CimSchedule],
+                                 float | CrossbarCost | None]]) -> list[_Job]:  # fmt: skip
         return [(sub, limit, known, price, large.plan(sub, settings))
                 for sub, limit, known, price in jobs]
 
@@ -276,11 +291,12 @@ def solve_decomposed(
         if size is not None:
             sizes.append(size)
         statuses[status] = statuses.get(status, 0) + 1
-        large.learn(job[0], job[4], status)
+        if not isinstance(job[3], CrossbarCost):  # CP-SAT alone: it compares nothing
+            large.learn(job[0], job[4], status)
         return schedule, bound
 
     def solve_block(sub: CimInstance, limit: float | None, known: list[CimSchedule],
-                    price: float | None):  # fmt: skip
+                    price: float | CrossbarCost | None):  # fmt: skip
         job = planned([(sub, limit, known, price)])[0]
         sub, limit, known, price, job_settings = job
         return keep(job, block_task(solve_fn, sub, limit, known, job_settings, price))
@@ -355,6 +371,7 @@ def solve_decomposed(
             blocks_and_cuts=blocks_and_cuts, progress=progress,
             bounds=None if monitor is None else monitor.improved,
             solve_batch=solve_batch, parallel=parallel, hand_over=hand_over, ready=ready,
+            by_rest=cpsat_pays if cpsat_blocks else None,
         )  # fmt: skip
     seconds = time.perf_counter() - tick
     phases.ran("decomposition", seconds)

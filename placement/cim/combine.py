@@ -30,7 +30,7 @@ import numpy as np
 
 from placement.cim.frontier import Block, Frontier, devices_of
 from placement.cim.instance import CimInstance
-from placement.cim.schedule import CimSchedule, asap_schedule, latency
+from placement.cim.schedule import CimSchedule, CrossbarCost, asap_schedule, latency
 
 FrontierKey = tuple[int, "bool | None", "bool | None"]  # block index, entry and exit devices
 Pick = tuple[FrontierKey, int]  # a frontier and a point index (upper) or a room (lower)
@@ -72,46 +72,15 @@ def _program(
     the budget is still allowed, a lower bound stays valid) or, with ``round_up``, up (a
     restriction: every combination it picks fits the budget)."""
     menus = {key: choices(key, front) for key, front in frontiers.items()}
-    budget = instance.crossbar_budget
-    steps = sum(len(menu) for menu in menus.values()) * (budget + 1)
-    unit = max(1, math.ceil(steps / PROGRAM_MAX_STEPS),
-               math.ceil(2 * len(blocks) * (budget + 1) / PROGRAM_MAX_SLOTS))  # fmt: skip
-    slots = budget // unit + 1
-    states: dict[bool | None, np.ndarray] = {None: np.full(slots, np.inf)}
-    states[None][0] = 0.0
+    unit, slots = _units(instance, blocks, menus)
+    states: dict[bool | None, np.ndarray] = {None: _origin(slots)}
     # per block and exit device: the entry devices tried, per slot the option and entry
     # that reached it, and the options by entry
     trail: list[dict[bool | None, tuple]] = []
     for k, block in enumerate(blocks):
-        reached: dict[bool | None, np.ndarray] = {}
-        way: dict[bool | None, tuple] = {}
-        entries = list(states)
-        for exit_on in exit_devices(instance, block):
-            best = np.full(slots, np.inf)
-            option = np.full(slots, -1, dtype=np.int32)
-            came = np.zeros(slots, dtype=np.int8)
-            tried = []
-            for e, entry_on in enumerate(entries):
-                key = (k, entry_on, exit_on)
-                cost, extra = cut_cost(instance, block.exit, exit_on)
-                menu = menus[key]
-                tried.append((key, menu))
-                table = states[entry_on]
-                for i, (_, crossbars, window) in enumerate(menu):
-                    used = crossbars + extra
-                    width = -(-used // unit) if round_up else used // unit
-                    if width >= slots:
-                        continue
-                    candidate = table[: slots - width] + (window + cost)
-                    better = candidate < best[width:]
-                    if better.any():
-                        best[width:][better] = candidate[better]
-                        option[width:][better] = i
-                        came[width:][better] = e
-            reached[exit_on] = best
-            way[exit_on] = (entries, option, came, tried)
-        trail.append(way)
-        states = reached
+        way = _advance(instance, k, block, states, menus, unit, slots, round_up)
+        trail.append({d: w[1:] for d, w in way.items()})
+        states = {d: w[0] for d, w in way.items()}
     device, slot = min(((d, int(np.argmin(a))) for d, a in states.items()),
                        key=lambda ds: states[ds[0]][ds[1]])  # fmt: skip
     value = float(states[device][slot])
@@ -126,6 +95,61 @@ def _program(
         slot -= -(-used // unit) if round_up else used // unit
         device = entries[e]
     return value, tuple(reversed(picks))
+
+
+Menus = dict[FrontierKey, list[tuple[int, int, float]]]
+
+
+def _units(instance: CimInstance, blocks: list[Block], menus: Menus) -> tuple[int, int]:
+    """Crossbars per slot of a program over ``menus`` and its slots (:func:`_program`)."""
+    budget = instance.crossbar_budget
+    steps = sum(len(menu) for menu in menus.values()) * (budget + 1)
+    unit = max(1, math.ceil(steps / PROGRAM_MAX_STEPS),
+               math.ceil(2 * len(blocks) * (budget + 1) / PROGRAM_MAX_SLOTS))  # fmt: skip
+    return unit, budget // unit + 1
+
+
+def _origin(slots: int) -> np.ndarray:
+    """Nothing placed yet: no time, no crossbar."""
+    table = np.full(slots, np.inf)
+    table[0] = 0.0
+    return table
+
+
+def _advance(
+    instance: CimInstance, k: int, block: Block, states: dict[bool | None, np.ndarray],
+    menus: Menus, unit: int, slots: int, round_up: bool = False,
+) -> dict[bool | None, tuple]:  # fmt: skip
+    """One block of a program: per device of its exit cut, the least total per slot of
+    crossbars after it (from ``states``, the least per slot before it, by the device of
+    its entry cut), per slot the option and entry that reached it, the entry devices and
+    the options by entry."""
+    reached: dict[bool | None, tuple] = {}
+    entries = list(states)
+    for exit_on in exit_devices(instance, block):
+        best = np.full(slots, np.inf)
+        option = np.full(slots, -1, dtype=np.int32)
+        came = np.zeros(slots, dtype=np.int8)
+        tried = []
+        for e, entry_on in enumerate(entries):
+            key = (k, entry_on, exit_on)
+            cost, extra = cut_cost(instance, block.exit, exit_on)
+            menu = menus[key]
+            tried.append((key, menu))
+            table = states[entry_on]
+            for i, (_, crossbars, window) in enumerate(menu):
+                used = crossbars + extra
+                width = -(-used // unit) if round_up else used // unit
+                if width >= slots:
+                    continue
+                candidate = table[: slots - width] + (window + cost)
+                better = candidate < best[width:]
+                if better.any():
+                    best[width:][better] = candidate[better]
+                    option[width:][better] = i
+                    came[width:][better] = e
+        reached[exit_on] = (best, entries, option, came, tried)
+    return reached
 
 
 def _unwound(chain: _Chain) -> tuple[Pick, ...]:
@@ -159,6 +183,34 @@ def certified_bound(
     ``top`` for the last), the least of the bound over [ρ_i, ρ_{i+1}) since it never
     grows with more crossbars. So any rooms give a valid bound, and rooms where the
     bound steps give the exact least sum."""
+    return _program(instance, blocks, frontiers, _lower_choices(rooms))
+
+
+def split_with(
+    instance: CimInstance,
+    blocks: list[Block],
+    frontiers: dict[FrontierKey, Frontier],
+    key: FrontierKey,
+    room: int,
+    rooms: Callable[[FrontierKey, Frontier], Sequence[int]] | None = None,
+) -> tuple[Pick, ...]:
+    """The split of the budget that :func:`certified_bound`'s program picks when the block
+    of frontier ``key`` takes ``room`` crossbars with the key's cut devices (not a bound:
+    where the others' lower bounds would have to rise for it to)."""
+    others = _lower_choices(rooms)
+
+    def choices(k: FrontierKey, f: Frontier) -> list[tuple[int, int, float]]:
+        if k[0] != key[0]:
+            return others(k, f)
+        return [(room, room, f.lower(room))] if k == key else []
+
+    return _program(instance, blocks, frontiers, choices)[1]
+
+
+def _lower_choices(
+    rooms: Callable[[FrontierKey, Frontier], Sequence[int]] | None,
+) -> Callable[[FrontierKey, Frontier], list[tuple[int, int, float]]]:
+    """The options of a program over the lower bounds (:func:`certified_bound`)."""
     rooms = rooms or (lambda _, f: f.rooms())
 
     def choices(key: FrontierKey, f: Frontier) -> list[tuple[int, int, float]]:
@@ -166,7 +218,53 @@ def certified_bound(
         ends = [r - 1 for r in tried[1:]] + [f.top]
         return [(room, room, f.lower(end)) for room, end in zip(tried, ends, strict=True)]
 
-    return _program(instance, blocks, frontiers, choices)
+    return choices
+
+
+def rest_cost(
+    instance: CimInstance,
+    blocks: list[Block],
+    frontiers: dict[FrontierKey, Frontier],
+    key: FrontierKey,
+    rooms: Callable[[FrontierKey, Frontier], Sequence[int]] | None = None,
+) -> CrossbarCost:
+    """What the rest of the chain takes at least when the block of frontier ``key`` (with
+    its entry and exit cuts on the key's devices) uses c crossbars, for c up to the
+    budget: the least sum of the other blocks' lower bounds over every split of what is
+    left of the budget (the program of :func:`certified_bound` without that block), plus
+    its exit cut's latency. It never decreases in c.
+
+    So a lower bound v of the least window + cost(crossbars used) of the block (a solve
+    priced at this cost) is a lower bound of every placement of the whole instance that
+    puts the cuts on those devices: its rest takes at least cost(c). As a bound of the
+    block's frontier, f(r) >= v - cost(r) (:class:`~placement.cim.frontier.PricedBound`),
+    the certified program gets it back at every split. Counts that leave the rest no
+    placement cost twice the CPU-only latency and every transfer (more than any
+    makespan)."""
+    k, entry_on, exit_on = key
+    menus = {kk: _lower_choices(rooms)(kk, f) for kk, f in frontiers.items() if kk[0] != k}
+    unit, slots = _units(instance, blocks, menus)
+    before: dict[bool | None, np.ndarray] = {None: _origin(slots)}
+    for j in range(k):
+        before = {d: w[0] for d, w in _advance(instance, j, blocks[j], before, menus, unit,
+                                               slots).items()}  # fmt: skip
+    after: dict[bool | None, np.ndarray] = {exit_on: _origin(slots)}
+    for j in range(k + 1, len(blocks)):
+        after = {d: w[0] for d, w in _advance(instance, j, blocks[j], after, menus, unit,
+                                              slots).items()}  # fmt: skip
+    head, tail = before[entry_on], np.minimum.reduce(list(after.values()))
+    rest = np.full(slots, np.inf)  # the least total per slot of the other blocks
+    for a in np.flatnonzero(np.isfinite(head)):
+        np.minimum(rest[a:], head[a] + tail[: slots - a], out=rest[a:])
+    rest = np.minimum.accumulate(rest)  # within that many slots
+    seconds, extra = cut_cost(instance, blocks[k].exit, exit_on)
+    most = 2.0 * (instance.cpu_only_latency + math.fsum(e.t_transfer for e in instance.edges))
+    values = []
+    for c in range(instance.crossbar_budget + 1):
+        left = instance.crossbar_budget - c - extra
+        # the others' options are rounded down to slots: they fit in left // unit of them
+        values.append(seconds + float(rest[left // unit]) if left >= 0 else np.inf)
+    return CrossbarCost(tuple(min(v, most) for v in values))
 
 
 def assemble(

@@ -27,7 +27,13 @@ from collections.abc import Sequence
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
 from placement.cim.list_scheduling import heuristic_schedule
-from placement.cim.schedule import CimSchedule, asap_schedule, best_start, priced_makespan
+from placement.cim.schedule import (
+    CimSchedule,
+    CrossbarCost,
+    asap_schedule,
+    best_start,
+    priced_makespan,
+)
 from placement.cim.verifier import verify_cim
 from placement.errors import PlacementError
 from placement.models.cim_makespan.interval import build_interval_model
@@ -77,21 +83,26 @@ def interval_data(
     *,
     use_bounds: bool = True,
     horizon: float | None = None,
-    price: float | None = None,
+    price: float | CrossbarCost | None = None,
 ) -> dict[str, object]:
     """The interval model's integer data: ``instance`` in ``unit`` s rounded down
     (:func:`rounded_instance`), ``start`` as the hint, and the horizon: ``horizon``
     seconds (rounded up), by default the start's makespan. With ``price`` (seconds per
-    crossbar): the objective T + price x crossbars, the price in time units rounded down
-    (so the priced optimum of the data is at most the true one, a relaxation again), and
-    by default the start's priced value as the horizon (it bounds T at the priced
-    optimum)."""
+    crossbar, or a :class:`~placement.cim.schedule.CrossbarCost`): the objective T +
+    what the crossbars cost, in time units rounded down (so the priced optimum of the
+    data is at most the true one, a relaxation again), and by default the start's priced
+    value as the horizon (it bounds T at the priced optimum)."""
     r = rounded_instance(instance, unit)
     hint = asap_schedule(r, start.on_host, start.host_order)
     st = structure(r, 1.0)
     names = [op.name for op in r.operators]
-    price_units = 0 if price is None else int(math.floor(price / unit))
-    span = hint.makespan + price_units * hint.crossbars_used(r)
+    price_units, cost = 0, None
+    if isinstance(price, CrossbarCost):
+        cost = [int(math.floor(price(c) / unit)) for c in range(r.crossbar_budget + 1)]
+        span = hint.makespan + cost[min(hint.crossbars_used(r), r.crossbar_budget)]
+    else:
+        price_units = 0 if price is None else int(math.floor(price / unit))
+        span = hint.makespan + price_units * hint.crossbars_used(r)
     if horizon is not None:
         span = max(span, horizon / unit)
     return {
@@ -110,6 +121,7 @@ def interval_data(
         "between": [(u, w, st["between"][u, w]) for u, w in st["bottleneck_pairs"]],
         "use_bounds": use_bounds,
         "price": price_units,
+        "cost": cost,
         "hint": {v: (bool(hint.on_host[v]), int(round(hint.start[v])),
                      int(round(hint.finish[v]))) for v in names},
     }  # fmt: skip
@@ -134,15 +146,16 @@ def solve_cpsat(
     heuristic: CimSchedule | None = None,
     use_bounds: bool = True,
     starts: Sequence[tuple[str, CimSchedule]] = (),
-    price: float | None = None,
+    price: float | CrossbarCost | None = None,
 ) -> tuple[SolveResult, CimSchedule | None]:
     """Solve ``instance`` with CP-SAT's interval model; (result in seconds, schedule).
 
     Status OPTIMAL only when CP-SAT proved its optimum and the re-timed makespan is
     within ``options.rel_gap`` of the (rounded, valid) bound. The schedule is verified.
     The hint (and the fallback) is the best of the heuristic's schedule, the CPU-only
-    one and ``starts`` (origin, schedule). With ``price`` (seconds per crossbar) the
-    objective is T + price x crossbars (:mod:`placement.cim.priced`): the result's
+    one and ``starts`` (origin, schedule). With ``price`` (seconds per crossbar, or a
+    :class:`~placement.cim.schedule.CrossbarCost`) the objective is T + what the
+    crossbars cost (:mod:`placement.cim.priced`): the result's
     objective and bound are of that value, and the best start is by it.
     """
 
@@ -175,7 +188,9 @@ def solve_cpsat(
     recorded: dict[str, object] = {
         **options.recorded(), "time_unit": unit,
         "heuristic_makespan": heuristic_makespan, "heuristic_seconds": heuristic_seconds,
-        "start_from": origin, "start_makespan": start.makespan, "crossbar_price": price,
+        "start_from": origin, "start_makespan": start.makespan,
+        "crossbar_price": None if isinstance(price, CrossbarCost) else price,
+        "crossbar_cost_by_count": isinstance(price, CrossbarCost),
         "cpsat_status": cpsat_status,
         "worker_overhead_seconds": raw.options["worker_overhead_seconds"],
     }

@@ -21,7 +21,12 @@ another (so they may run in parallel, :mod:`placement.cim.blockwise`):
   rounds that moved no bound): the split of the budget that the certified dynamic
   program picks names, per block, the number of crossbars it would get; where the
   block's frontier is not known there within the gap, the block is solved with that
-  budget (after its priced solves, these are the budget points near the optimum).
+  budget (after its priced solves, these are the budget points near the optimum). A
+  block whose solver can price its crossbars by the count (``by_rest``) is instead
+  solved priced by what the rest of the chain takes at least when it uses them
+  (:func:`~placement.cim.combine.rest_cost`): one solve bounds the whole at every split
+  of the budget between it and the rest, where budget solves would walk its frontier
+  one count at a time.
 
 When the upper and the lower bound meet, the combination is optimal; when the time is
 up or nothing is left to learn (block solves that ended at their time limit), the gap
@@ -44,10 +49,12 @@ from placement.cim.combine import (
     dual,
     exit_devices,
     priced_path,
+    rest_cost,
+    split_with,
 )
 from placement.cim.frontier import Block, BlockSolver, Frontier, split
 from placement.cim.instance import CimInstance
-from placement.cim.schedule import CimSchedule
+from placement.cim.schedule import CimSchedule, CrossbarCost
 from placement.solvers.base import DEFAULT_REL_GAP
 
 #: Several block solves at once (each as for :data:`~placement.cim.frontier.BlockSolver`),
@@ -73,6 +80,7 @@ class Decomposed:
     rounds: int  # rounds of block solves
     solves: int  # block solves in all
     priced_solves: int  # of which priced
+    rest_priced_solves: int  # of which priced by what the rest takes
     ended: str  # why it stopped: "optimal", or what kept it from proving more
 
     def to_json(self) -> dict[str, object]:
@@ -81,6 +89,7 @@ class Decomposed:
                 "block_solves": self.solves, "priced_block_solves": self.priced_solves,
                 "lower_bound": self.lower_bound, "program_bound": self.program_bound,
                 "lagrangian_bound": self.lagrangian_bound, "crossbar_price": self.price,
+                "rest_priced_block_solves": self.rest_priced_solves,
                 "ended": self.ended}  # fmt: skip
 
 
@@ -102,8 +111,10 @@ PRICING_STALLS = 2
 HANDED_OVER = "handed over"
 
 #: What a round wants learnt of a frontier: the room to learn f at (closing), or the
-#: price to solve it at (pricing; price 0: with all the crossbars it can use).
-_Want = tuple[Frontier, "int | None", "float | None"]
+#: price to solve it at (pricing; price 0: with all the crossbars it can use), or both (a
+#: closing want priced by what the rest takes: the room if that solve has nothing to
+#: learn in its time).
+_Want = tuple[Frontier, "int | None", "float | CrossbarCost | None"]
 
 
 def decompose(
@@ -119,6 +130,7 @@ def decompose(
     parallel: int = 1,
     hand_over: Callable[[float, float], bool] | None = None,
     ready: Callable[[], bool] | None = None,
+    by_rest: Callable[[CimInstance], bool] | None = None,
 ) -> Decomposed:
     """Solve ``instance`` block by block until the combination is proven within
     ``rel_gap``, nothing more can be learnt, or ``left()`` (the time left, None: no
@@ -134,7 +146,10 @@ def decompose(
     block solves run in this process, one at a time, and what is left of a round goes to
     ``solve_batch`` once it is (so a decomposition done in less than the workers take to
     start never waits for them). ``hand_over(best, bound)``, asked before each round,
-    stops the decomposition when true (another method takes over)."""
+    stops the decomposition when true (another method takes over). ``by_rest(block
+    instance)``: whether ``solve_block`` can solve that block priced by a
+    :class:`~placement.cim.schedule.CrossbarCost` (closing rounds then do, module
+    docstring)."""
     blocks, cuts = blocks_and_cuts or split(instance)
     frontiers: dict[FrontierKey, Frontier] = {}
     entry_devices: list[bool | None] = [None]
@@ -144,6 +159,14 @@ def decompose(
             for x in exits:
                 frontiers[k, e, x] = Frontier.start(instance, block, e, x)
         entry_devices = exits
+    allowed: dict[FrontierKey, bool] = {}
+
+    def rest_pays(key: FrontierKey) -> bool:
+        if key not in allowed and by_rest is not None:
+            front = frontiers[key]
+            allowed[key] = by_rest(front.task(front.top)[0])
+        return allowed.get(key, False)
+
     rounds, stalls, before = 0, 0, (float("inf"), 0.0)
     while True:
         tick = time.perf_counter()
@@ -162,9 +185,14 @@ def decompose(
             break
         pricing = stalls < PRICING_STALLS
         wants = _pricing(instance, blocks, frontiers, rel_gap, lagrange) if pricing else []
+        if wants and by_rest is not None:
+            wants = _repriced_by_rest(instance, blocks, frontiers, wants, rooms, rest_pays)
         if not wants:
             pricing = False
             wants = _closing(frontiers, split_rooms, rooms, rel_gap)
+            if by_rest is not None:
+                wants = _priced_by_rest(instance, blocks, frontiers, wants, rooms, rest_pays,
+                                        rel_gap)
         if not wants and stalls >= PRICING_STALLS:  # nothing to close: price again
             pricing = True
             wants = _pricing(instance, blocks, frontiers, rel_gap, lagrange)
@@ -207,7 +235,9 @@ def decompose(
         if progress is not None:
             total = sum(f.solves for f in frontiers.values())
             price = wants[0][2]
-            kind = f"priced at {price:.3g} s/crossbar" if price else "at budgets"
+            kind = f"priced at {price:.3g} s/crossbar" if pricing and price else "at budgets"
+            if any(isinstance(w[2], CrossbarCost) for w in wants):
+                kind += " or priced by what the rest takes"
             progress(f"decomposition round {rounds}: {solved} block solves {kind} ({total} in"
                      f" all); before it, best {upper:.6g} s, bound {lower:.6g} s")  # fmt: skip
     sizes = [len(b.operators) for b in blocks]
@@ -215,7 +245,9 @@ def decompose(
         assemble(instance, blocks, frontiers, picks), min(lower, upper), min(program, upper),
         min(lagrange.value, upper), lagrange.price, sum(1 for s in sizes if s), len(cuts),
         max(sizes), rounds, sum(f.solves for f in frontiers.values()),
-        sum(len(f.priced) for f in frontiers.values()), ended,
+        sum(len(f.priced) for f in frontiers.values()),
+        sum(isinstance(pb.price, CrossbarCost) for f in frontiers.values() for pb in f.priced),
+        ended,
     )  # fmt: skip
 
 
@@ -265,20 +297,80 @@ def _closing(
     return wants
 
 
+def _priced_by_rest(
+    instance: CimInstance,
+    blocks: list[Block],
+    frontiers: dict[FrontierKey, Frontier],
+    wants: list[_Want],
+    rooms: Callable[[FrontierKey, Frontier], list[int]],
+    by_rest: Callable[[FrontierKey], bool],
+    rel_gap: float,
+) -> list[_Want]:
+    """``wants`` (closing) with each frontier that ``by_rest`` allows priced by what the
+    rest takes (:func:`~placement.cim.combine.rest_cost`, over the lower bounds at
+    ``rooms``, as the certified program charges them). Where that is known within
+    ``rel_gap`` already, the rest is what is not known: in its place, the closing wants
+    of the split where the block takes its best placement at that price."""
+    keys = {id(front): key for key, front in frontiers.items()}
+    priced: dict[int, _Want] = {}
+    for front, room, price in wants:
+        key = keys[id(front)]
+        if by_rest(key):
+            price = rest_cost(instance, blocks, frontiers, key, rooms)
+            lower, upper = front.priced_bounds(price)
+            if lower >= upper * (1 - rel_gap) - 1e-15:
+                best = min(front.points, key=lambda p: p.window + price(p.used))
+                split_rooms = split_with(instance, blocks, frontiers, key, best.used, rooms)
+                for want in _closing(frontiers, split_rooms, rooms, rel_gap):
+                    if want[0] is not front:
+                        priced.setdefault(id(want[0]), want)
+                continue
+        priced[id(front)] = (front, room, price)
+    return list(priced.values())
+
+
+def _repriced_by_rest(
+    instance: CimInstance,
+    blocks: list[Block],
+    frontiers: dict[FrontierKey, Frontier],
+    wants: list[_Want],
+    rooms: Callable[[FrontierKey, Frontier], list[int]],
+    by_rest: Callable[[FrontierKey], bool],
+) -> list[_Want]:
+    """``wants`` (pricing) with each frontier that ``by_rest`` allows and that has been
+    priced before priced by what the rest takes instead: over the others' priced bounds,
+    that cost is at least their priced value minus the price of what is left of the
+    budget, so the solve bounds what another price would, and more."""
+    keys = {id(front): key for key, front in frontiers.items()}
+    repriced: list[_Want] = []
+    for front, room, price in wants:
+        key = keys[id(front)]
+        if front.priced and by_rest(key):
+            price = rest_cost(instance, blocks, frontiers, key, rooms)
+        repriced.append((front, room, price))
+    return repriced
+
+
 def _room_choice(
     instance: CimInstance, frontiers: dict[FrontierKey, Frontier], lagrange: Dual
 ) -> Callable[[FrontierKey, Frontier], list[int]]:
     """The rooms the certified program tries per frontier: where its solves change the
     bound (:meth:`Frontier.rooms`), the room the Lagrangian dual gives it (and the next
     count above, so that the program can charge exactly that room), and every usable
-    count of small frontiers while the program stays small."""
+    count of small frontiers and of those priced by what the rest takes (whose bound
+    moves at nearly every count) while the program stays small."""
     budget = instance.crossbar_budget + 1
-    small = [f for f in frontiers.values() if len(f.sums) <= EVERY_ROOM_MAX_SUMS]
-    every = sum(len(f.sums) for f in small) * budget <= EVERY_ROOM_MAX_STEPS
+
+    def exact(front: Frontier) -> bool:
+        return len(front.sums) <= EVERY_ROOM_MAX_SUMS or any(
+            isinstance(pb.price, CrossbarCost) for pb in front.priced)
+
+    every = sum(len(f.sums) for f in frontiers.values() if exact(f)) * budget \
+        <= EVERY_ROOM_MAX_STEPS
     on_path = dict(lagrange.path)
 
     def rooms(key: FrontierKey, front: Frontier) -> list[int]:
-        if every and len(front.sums) <= EVERY_ROOM_MAX_SUMS:
+        if every and exact(front):
             return list(front.sums)
         chosen = set(front.rooms())
         if key in on_path:
@@ -293,10 +385,18 @@ def _room_choice(
 
 
 def _learnable(want: _Want, share: float | None, rel_gap: float
-               ) -> tuple[int, float | None] | None:  # fmt: skip
+               ) -> tuple[int, float | CrossbarCost | None] | None:  # fmt: skip
     """The budget and price of the solve that ``want`` asks for within ``share``, None
     when there is nothing to learn there in that time."""
     front, room, price = want
+    if isinstance(price, CrossbarCost):
+        lower, upper = front.priced_bounds(price)
+        if lower >= upper * (1 - rel_gap) - 1e-15:
+            # the rest is the gap: f is known wherever the split may move
+            return None
+        if front.price_to_learn(price, share, rel_gap):
+            return front.sums[-1], price
+        price = None  # that solve ended at its limit: the budget solve instead
     if price:
         return (front.sums[-1], price) if front.price_to_learn(price, share, rel_gap) else None
     budget = front.budget_to_learn(front.top if room is None else room, share)

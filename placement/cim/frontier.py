@@ -43,7 +43,13 @@ import networkx as nx
 import numpy as np
 
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
-from placement.cim.schedule import CimSchedule, asap_schedule, retime
+from placement.cim.schedule import (
+    CimSchedule,
+    CrossbarCost,
+    asap_schedule,
+    crossbar_cost,
+    retime,
+)
 from placement.models.cim_makespan.structure import reachability, structure
 
 HOST, CIM = True, False
@@ -86,11 +92,20 @@ class FrontierPoint:
 
 @dataclass(frozen=True)
 class PricedBound:
-    """What a priced solve proved: every placement of the block has window + ``price``
-    x crossbars >= ``value``, so f(r) >= value - price r for every r."""
+    """What a priced solve proved: every placement of the block has window + what its
+    crossbars cost at ``price`` >= ``value``, so f(r) >= value - cost(r) for every r (the
+    cost never decreases: a placement within r crossbars uses at most r)."""
 
-    price: float  # seconds per crossbar
+    price: float | CrossbarCost  # seconds per crossbar, or by the count
     value: float  # seconds
+
+    def at(self, rooms: np.ndarray) -> np.ndarray:
+        """The bound of f at each of ``rooms``."""
+        if isinstance(self.price, CrossbarCost):
+            cost = np.array([self.price(int(r)) for r in rooms])
+        else:
+            cost = self.price * rooms
+        return self.value - cost
 
 
 def carries_transfer(instance: CimInstance, edge: CimEdge) -> bool:
@@ -361,7 +376,7 @@ class Frontier:
                 reach = bisect.bisect_right(self.sums, p.budget)
                 best[:reach] = np.maximum(best[:reach], p.bound)
             for pb in self.priced:
-                best = np.maximum(best, pb.value - pb.price * sums)
+                best = np.maximum(best, pb.at(sums))
             self._lower = best
         return self._lower
 
@@ -405,12 +420,21 @@ class Frontier:
                     return budget
         return None
 
-    def price_to_learn(self, price: float, seconds: float | None, rel_gap: float) -> bool:
+    def priced_bounds(self, price: float | CrossbarCost) -> tuple[float, float]:
+        """The least window + what the crossbars cost at ``price``: a lower bound over every
+        room, and the least over the placements found."""
+        if not isinstance(price, CrossbarCost):
+            return self.priced_lower(price)[0], self.priced_upper(price)[0]
+        low = min(lb + price(r) for r, lb in zip(self.sums, self.lower_at_sums(), strict=True))
+        return float(low), min(p.window + price(p.used) for p in self.points)
+
+    def price_to_learn(self, price: float | CrossbarCost, seconds: float | None,
+                       rel_gap: float) -> bool:  # fmt: skip
         """Whether a priced solve at ``price`` within ``seconds`` would teach something:
         what is known there is not within ``rel_gap``, and no solve at this price ended at
         a limit at least half of ``seconds``."""
-        upper = self.priced_upper(price)[0]
-        if self.priced_lower(price)[0] >= upper * (1 - rel_gap) - 1e-15:
+        lower, upper = self.priced_bounds(price)
+        if lower >= upper * (1 - rel_gap) - 1e-15:
             return False
         if price not in self.priced_tried:
             return True
@@ -418,14 +442,14 @@ class Frontier:
         return before is not None and (seconds is None or seconds >= 2 * before)
 
     def learn(self, budget: int, solve_block: BlockSolver, seconds: float | None,
-              price: float | None = None) -> None:  # fmt: skip
+              price: float | CrossbarCost | None = None) -> None:  # fmt: skip
         """Solve the block with at most ``budget`` crossbars (with ``price``: priced, within
         all it can use), from the best placement known to fit; keep its placement and
         bound."""
         sub, starts = self.task(budget, price)
         self.record(budget, sub, *solve_block(sub, seconds, starts, price), seconds, price)
 
-    def task(self, budget: int, price: float | None = None
+    def task(self, budget: int, price: float | CrossbarCost | None = None
              ) -> tuple[CimInstance, list[CimSchedule]]:  # fmt: skip
         """What a solve with at most ``budget`` crossbars (with ``price``: priced) needs:
         the block instance and the best placement known to fit, as a start."""
@@ -433,14 +457,18 @@ class Frontier:
         # not the everything-on-host point a frontier starts with: every solve starts at
         # least from it, and without a start of its own the block solve runs the heuristic
         fits = [p for p in self.points[1:] if p.used <= budget and p.on_host]
-        cost = (lambda p: p.window) if price is None else (lambda p: p.window + price * p.used)
+
+        def cost(p: FrontierPoint) -> float:
+            return p.window + (0.0 if price is None else crossbar_cost(price, p.used))
+
         starts = [self._schedule(sub, min(fits, key=cost))] if fits else []
         return sub, starts
 
     def record(self, budget: int, sub: CimInstance, schedule: CimSchedule, bound: float,
-               seconds: float | None, price: float | None = None) -> None:  # fmt: skip
+               seconds: float | None,
+               price: float | CrossbarCost | None = None) -> None:  # fmt: skip
         """Keep what a solve of :meth:`task` (within ``seconds``) found: without a price,
-        ``bound`` bounds f(budget); with one, the least window + price x crossbars."""
+        ``bound`` bounds f(budget); with one, the least window + what the crossbars cost."""
         schedule = _pinned(sub, schedule, self.entry_on, self.exit_on)
         self._lower = self._lower_hull = self._upper_hull = None
         self.solves += 1
@@ -453,9 +481,10 @@ class Frontier:
         self.priced.append(PricedBound(price, bound))
         self.priced_tried[price] = seconds
         # the placement is the best for at most ``used`` crossbars as far as the priced
-        # bound proves: f(used) >= bound - price x used
+        # bound proves: f(used) >= bound - cost(used)
         self.points.append(_point(sub, self.block, used, schedule,
-                                  max(bound - price * used, self.floor(used))))  # fmt: skip
+                                  max(bound - crossbar_cost(price, used),
+                                      self.floor(used))))  # fmt: skip
 
     def _schedule(self, sub: CimInstance, point: FrontierPoint) -> CimSchedule:
         """A point's placement as a schedule of the block instance ``sub``."""

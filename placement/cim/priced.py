@@ -27,7 +27,14 @@ from placement.cim.frontier import trivial_bound
 from placement.cim.instance import CimInstance
 from placement.cim.lazy_ordering import solve_lazy_ordering
 from placement.cim.list_scheduling import heuristic_schedule
-from placement.cim.schedule import CimSchedule, all_host_schedule, fitted, priced_makespan
+from placement.cim.schedule import (
+    CimSchedule,
+    CrossbarCost,
+    all_host_schedule,
+    crossbar_cost,
+    fitted,
+    priced_makespan,
+)
 from placement.cim.verifier import verify_cim
 from placement.models.cim_makespan.build import (
     build_cim_model,
@@ -63,7 +70,7 @@ CPSAT_MIN_PAIRS = 150
 
 def solve_priced(
     instance: CimInstance,
-    price: float,
+    price: float | CrossbarCost,
     *,
     formulation: str = "tightened",
     solver: str = "highs",
@@ -81,8 +88,11 @@ def solve_priced(
     the least worth starting a solver for reports that start, with the longest-path
     bound. ``solver``: a MIP backend, or "cpsat" (the interval model with the priced
     objective, :func:`placement.cim.cpsat_route.solve_cpsat`); any other name solves
-    with HiGHS.
+    with HiGHS. A :class:`~placement.cim.schedule.CrossbarCost` (a price by the count
+    of crossbars) is solved by CP-SAT only.
     """
+    if isinstance(price, CrossbarCost) and solver != "cpsat":
+        raise ValueError("a crossbar cost by the count is solved by CP-SAT only")
     if solver not in (*MIP_BACKENDS, "cpsat"):
         solver = PRICED_FALLBACK_SOLVER
     if not starts:
@@ -91,7 +101,7 @@ def solve_priced(
     fitting = [t for s in starts if (t := fitted(instance, s)) is not None]
     start = min([all_host_schedule(instance), *fitting],
                 key=lambda s: priced_makespan(instance, s, price))  # fmt: skip
-    floor = trivial_bound(instance)
+    floor = trivial_bound(instance) + crossbar_cost(price, 0)  # the cost never decreases
     if time_limit is not None and time_limit < MIN_SOLVE:
         return start, min(floor, priced_makespan(instance, start, price)), None, "not solved"
     options = SolveOptions(rel_gap=rel_gap, threads=threads)

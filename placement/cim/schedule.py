@@ -186,10 +186,29 @@ def retime(instance: CimInstance, schedule: CimSchedule) -> CimSchedule:
     return asap_schedule(instance, schedule.on_host, order)
 
 
-def priced_makespan(instance: CimInstance, schedule: CimSchedule, price: float) -> float:
-    """T + ``price`` x the crossbars ``schedule`` uses (seconds): the objective of a priced
-    solve (:mod:`placement.cim.priced`)."""
-    return schedule.makespan + price * schedule.crossbars_used(instance)
+@dataclass(frozen=True)
+class CrossbarCost:
+    """A cost (seconds) of the crossbars a placement uses that need not be linear:
+    ``values[c]`` for c crossbars, never decreasing in c (the last value for more). A
+    decomposition prices a block's crossbars with what the other blocks lose when it takes
+    them (:mod:`placement.cim.decompose`)."""
+
+    values: tuple[float, ...]
+
+    def __call__(self, used: int) -> float:
+        return self.values[min(used, len(self.values) - 1)]
+
+
+def crossbar_cost(price: float | CrossbarCost, used: int) -> float:
+    """What ``used`` crossbars cost at ``price`` (seconds)."""
+    return price(used) if isinstance(price, CrossbarCost) else price * used
+
+
+def priced_makespan(instance: CimInstance, schedule: CimSchedule,
+                    price: float | CrossbarCost) -> float:  # fmt: skip
+    """T + what the crossbars ``schedule`` uses cost at ``price`` (seconds): the objective
+    of a priced solve (:mod:`placement.cim.priced`)."""
+    return schedule.makespan + crossbar_cost(price, schedule.crossbars_used(instance))
 
 
 def all_host_schedule(instance: CimInstance) -> CimSchedule:

@@ -16,6 +16,7 @@ from oracles import (
     block_structured_instance,
     brute_force_makespan,
     median_price,
+    random_cost,
     random_instance,
     with_energy,
 )
@@ -34,7 +35,12 @@ from placement.cim.frontier import (
 from placement.cim.instance import CimEdge, CimInstance, CimOperator
 from placement.cim.list_scheduling import heuristic_schedule
 from placement.cim.pipeline import AUTO_DECOMPOSE_MIN_OPERATORS, solve
-from placement.cim.schedule import all_host_schedule, asap_schedule
+from placement.cim.schedule import (
+    CrossbarCost,
+    all_host_schedule,
+    asap_schedule,
+    priced_makespan,
+)
 from placement.cim.verifier import verify_cim
 from placement.errors import PlacementError
 from placement.solvers.base import SolveStatus
@@ -366,11 +372,11 @@ def test_a_large_block_solve_is_proven_by_highs_or_by_cpsat_after_it(probe, pric
 
 
 @pytest.mark.solver
-@pytest.mark.parametrize("seed", range(4))
-def test_large_blocks_solved_by_cpsat_combine_to_the_monolithic_optimum(seed, monkeypatch):
-    """Every block with a parallel pair solved by CP-SAT (at budgets and priced), over
-    host-only skip edges too: the decomposition still finds the monolithic optimum. A
-    solver asked for by name solves every block itself."""
+def test_large_blocks_solved_by_cpsat_combine_to_the_monolithic_optimum(monkeypatch):
+    """Every block with a parallel pair solved by CP-SAT (at budgets, priced, and priced by
+    what the rest takes), over host-only skip edges too: the decomposition still finds
+    the monolithic optimum, on instances where each kind of solve runs. A solver asked
+    for by name solves every block itself."""
     from placement.cim import blockwise, priced
 
     monkeypatch.setattr(priced, "CPSAT_MIN_PAIRS", 1)
@@ -382,18 +388,38 @@ def test_large_blocks_solved_by_cpsat_combine_to_the_monolithic_optimum(seed, mo
     real = priced.solve_cpsat
     monkeypatch.setattr(priced, "solve_cpsat",
                         lambda *a, **k: calls.append(k.get("price")) or real(*a, **k))
-    rng = random.Random(900 + seed)
-    inst = with_host_only_skips(block_structured_instance(
-        rng, 5, width=3, depth=3, cim_prob=0.5, budget_share=rng.choice([0.2, 0.4])), rng)
-    whole = solve(inst, method="monolithic", solver="highs", rel_gap=0.0)
-    parts = solve(inst, method="decomposition", solver="auto", rel_gap=1e-7)
-    assert parts.schedule.makespan == pytest.approx(whole.schedule.makespan, rel=1e-6)
-    assert parts.result.best_bound <= whole.schedule.makespan * (1 + 1e-6)
-    assert calls, "no block went to CP-SAT"
-    calls.clear()
-    named = solve(inst, method="decomposition", solver="highs", rel_gap=1e-7)
-    assert named.schedule.makespan == pytest.approx(whole.schedule.makespan, rel=1e-6)
-    assert not calls
+    for seed in range(4):
+        rng = random.Random(900 + seed)
+        inst = with_host_only_skips(block_structured_instance(
+            rng, 5, width=3, depth=3, cim_prob=0.5, budget_share=rng.choice([0.2, 0.4])), rng)
+        whole = solve(inst, method="monolithic", solver="highs", rel_gap=0.0)
+        parts = solve(inst, method="decomposition", solver="auto", rel_gap=1e-7)
+        assert parts.schedule.makespan == pytest.approx(whole.schedule.makespan, rel=1e-6)
+        assert parts.result.best_bound <= whole.schedule.makespan * (1 + 1e-6)
+        before = len(calls)
+        named = solve(inst, method="decomposition", solver="highs", rel_gap=1e-7)
+        assert named.schedule.makespan == pytest.approx(whole.schedule.makespan, rel=1e-6)
+        assert len(calls) == before, "a solver asked for by name let CP-SAT solve a block"
+    assert any(isinstance(p, float) for p in calls), "no priced block went to CP-SAT"
+    assert any(isinstance(p, CrossbarCost) for p in calls), "none priced by what the rest takes"
+
+
+@pytest.mark.solver
+def test_a_block_priced_by_the_count_is_solved_by_cpsat():
+    """Whatever the plan for the block, a cost by the count goes to CP-SAT (the only
+    solver that takes it): the brute-force optimum of T + cost(crossbars)."""
+    from placement.cim import blockwise
+
+    inst = random_instance(random.Random(62), 7, edge_prob=0.25)
+    cost = random_cost(random.Random(1), inst)
+    truth = brute_force_makespan(inst, price=cost)[0]
+    settings = {"formulation": "tightened", "solver": "highs", "rel_gap": 1e-7, "threads": 1,
+                "warm_start": None, "heuristic_pairs": 0, "cpsat_threads": None}  # fmt: skip
+    schedule, bound, _, status = blockwise.block_task(
+        solve, inst, 30.0, [all_host_schedule(inst)], settings, cost)
+    verify_cim(inst, schedule).raise_if_failed()
+    assert priced_makespan(inst, schedule, cost) == pytest.approx(truth, rel=1e-6)
+    assert bound <= truth * (1 + 1e-7) and status == "optimal (CP-SAT)"
 
 
 @pytest.mark.integration

@@ -16,6 +16,7 @@ from oracles import (
     block_structured_instance,
     brute_force_makespan,
     median_price,
+    random_cost,
     random_instance,
 )
 
@@ -26,6 +27,7 @@ from placement.cim.combine import (
     dual,
     exit_devices,
     priced_path,
+    rest_cost,
 )
 from placement.cim.frontier import (
     HOST,
@@ -37,7 +39,7 @@ from placement.cim.frontier import (
 )
 from placement.cim.instance import CimInstance, CimOperator
 from placement.cim.priced import priced_makespan, solve_priced
-from placement.cim.schedule import asap_schedule
+from placement.cim.schedule import CrossbarCost, asap_schedule
 from placement.cim.verifier import verify_cim
 from placement.models.cim_makespan.build import (
     TIGHTENED_FAMILIES,
@@ -207,3 +209,99 @@ def test_a_priced_cpsat_solve_matches_the_brute_force(seed):
     value = priced_makespan(inst, schedule, price)
     assert bound <= truth * (1 + 1e-9)
     assert status == "optimal" and value == pytest.approx(truth, rel=1e-6)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(6))
+def test_a_bound_priced_by_the_count_holds_at_every_budget(seed):
+    """With the crossbars' cost by the count (never decreasing), f(r) >= v - cost(r) for
+    the brute-force priced optimum v, at every r."""
+    inst = small_budget_instance(300 + seed)
+    block = max(split(inst)[0], key=lambda b: len(b.operators))
+    front = Frontier.start(inst, block, HOST, HOST)
+    truth = [brute_force_makespan(block_instance(inst, block, HOST, HOST, r))[0]
+             for r in range(front.top + 1)]  # fmt: skip
+    rng = random.Random(seed)
+    for _ in range(3):
+        cost = random_cost(rng, block_instance(inst, block, HOST, HOST, front.top))
+        front.learn(front.sums[-1], exact_block_solver, None, cost)
+        value = front.priced[-1].value
+        assert value == pytest.approx(min(t + cost(r) for r, t in enumerate(truth)), rel=1e-9)
+    for room in range(front.top + 1):
+        assert front.lower(room) <= truth[room] * (1 + 1e-9)
+        assert front.upper(room) >= truth[room] * (1 - 1e-9)
+
+
+def _exact_everywhere(frontiers: dict) -> None:
+    for front in frontiers.values():
+        for budget in front.sums:
+            front.learn(budget, exact_block_solver, None)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", range(8))
+def test_what_the_rest_takes_bounds_the_whole_and_is_exact_over_exact_frontiers(seed,
+                                                                                monkeypatch):
+    """For every block: min over its frontiers and crossbar counts c of f(c) + what the
+    rest takes at c is the brute-force optimum of the whole once every frontier is known
+    exactly; with floors only, and counted in units of several crossbars, it stays below
+    the optimum."""
+    inst = small_budget_instance(500 + seed)
+    best = brute_force_makespan(inst)[0]
+    blocks, frontiers = frontiers_of(inst)
+
+    def least(k: int) -> float:
+        return min(front.lower(c) + rest_cost(inst, blocks, frontiers, key)(c)
+                   for key, front in frontiers.items() if key[0] == k for c in front.sums)
+
+    for k in range(len(blocks)):
+        assert least(k) <= best * (1 + 1e-9)
+    _exact_everywhere(frontiers)
+    for k in range(len(blocks)):
+        assert least(k) == pytest.approx(best, rel=1e-9)
+    monkeypatch.setattr(combine, "PROGRAM_MAX_STEPS", 10)  # forces units of several
+    for k in range(len(blocks)):
+        assert least(k) <= best * (1 + 1e-9)
+
+
+@pytest.mark.unit
+def test_decompositions_priced_by_what_the_rest_takes_find_the_brute_force_optimum():
+    """Closing rounds priced by what the rest takes (every block allowed) end at the
+    brute-force optimum with a bound at it, on instances where they run."""
+    from placement.cim.decompose import decompose
+
+    by_rest = 0
+    for seed in range(10):
+        inst = small_budget_instance(700 + seed)
+        best = brute_force_makespan(inst)[0]
+        done = decompose(inst, exact_block_solver, rel_gap=0.0, by_rest=lambda sub: True)
+        assert done.ended == "optimal"
+        assert done.schedule.makespan == pytest.approx(best, rel=1e-9)
+        assert done.lower_bound == pytest.approx(best, rel=1e-9)
+        assert verify_cim(inst, done.schedule).ok
+        by_rest += done.rest_priced_solves
+    assert by_rest > 0, "no closing round was priced by what the rest takes"
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("seed", range(6))
+def test_a_cpsat_solve_priced_by_the_count_matches_the_brute_force(seed):
+    """The interval model with the cost by the count (an element constraint, rounded down
+    to the time unit) finds the brute-force optimum of T + cost(crossbars), its bound
+    below it; other solvers refuse such a cost."""
+    inst = random_instance(random.Random(440 + seed), 7, edge_prob=0.3)
+    cost = random_cost(random.Random(seed), inst)
+    truth = brute_force_makespan(inst, price=cost)[0]
+    schedule, bound, _, status = solve_priced(inst, cost, solver="cpsat", rel_gap=1e-7)
+    assert verify_cim(inst, schedule).ok
+    value = priced_makespan(inst, schedule, cost)
+    assert bound <= truth * (1 + 1e-9)
+    assert status == "optimal" and value == pytest.approx(truth, rel=1e-6)
+    with pytest.raises(ValueError, match="CP-SAT only"):
+        solve_priced(inst, cost, solver="highs")
+
+
+@pytest.mark.unit
+def test_a_cost_by_the_count_holds_its_last_value_beyond_it():
+    cost = CrossbarCost((0.0, 1.0, 1.0, 3.0))
+    assert [cost(c) for c in range(6)] == [0.0, 1.0, 1.0, 3.0, 3.0, 3.0]

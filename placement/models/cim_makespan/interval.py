@@ -15,8 +15,10 @@ with scheduling constraints.
   YOLO-sized graphs;
 * a feasible schedule as a hint, its makespan as the horizon;
 * with ``data["price"]`` (time units per crossbar, an integer): minimize T + price x
-  crossbars used instead of T (:mod:`placement.cim.priced`); the horizon must then be
-  the hint's priced value, which bounds T at the priced optimum.
+  crossbars used instead of T (:mod:`placement.cim.priced`); or with ``data["cost"]``
+  (time units for 0, 1, ..., budget crossbars, never decreasing): T + cost[crossbars
+  used]. The horizon must then be the hint's priced value, which bounds T at the
+  priced optimum.
 
 :func:`build_interval_model` takes plain integer data (``placement.cim.cpsat_route`` prepares
 it) and runs in the CP-SAT worker process (``placement.solvers.cpsat``): this module
@@ -79,10 +81,18 @@ def build_interval_model(data: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
                 m.add((makespan if q is None else s[q]) >= e[v] + work(after))
         for u, v, between in data["between"]:  # between consecutive bottlenecks
             m.add(s[v] >= e[u] + work(between))
-    price = data.get("price", 0)
-    if price and capable:  # priced: the Lagrangian relaxation of Eq. 14 (the row stays)
+    price, cost = data.get("price", 0), data.get("cost")
+    if capable and (price or cost):  # priced: a relaxation of Eq. 14 (the row stays)
         xb = data["crossbars"]
-        m.minimize(makespan + price * sum(xb[index[v]] * (1 - x[v]) for v in capable))
+        used = sum(xb[index[v]] * (1 - x[v]) for v in capable)
+        if cost is None:
+            m.minimize(makespan + price * used)
+        else:
+            count = m.new_int_var(0, data["budget"], "crossbars")
+            m.add(count == used)
+            charged = m.new_int_var(cost[0], cost[-1], "crossbar_cost")
+            m.add_element(count, cost, charged)
+            m.minimize(makespan + charged)
     else:
         m.minimize(makespan)
     for v in names:  # a feasible schedule on the same data: the hint
