@@ -65,6 +65,13 @@ _BLOCK_ONLY = ("heuristic_pairs", "cpsat_threads", "large_block")
 #: pairs, benchmarks/README.md), short enough that a block it cannot prove costs little.
 PROBE_SECONDS = 2.0
 HIGHS_FIRST, CPSAT = "HiGHS first", "CP-SAT"
+#: CP-SAT's search workers in a block solve unless the caller set ``threads``: its full
+#: portfolio, whatever the cores. Measured on YOLOv5nu's 88-operator head block at
+#: 500 ns priced by what the rest takes (2-core VM, benchmarks/README.md): 8 workers
+#: proved it in 5.6-8.0 s (4 runs), CP-SAT's default (one per core, 2) in 16.8 s once
+#: and not within 60 s in 3 of 5 runs: the workers that raise the bound are not among
+#: the first two.
+CPSAT_BLOCK_WORKERS = 8
 
 
 class _LargeBlocks:
@@ -143,7 +150,8 @@ def _cpsat_task(
     sub: CimInstance, limit: float | None, known: list[CimSchedule],
     settings: dict[str, Any], price: float | CrossbarCost,
 ) -> BlockOutcome:  # fmt: skip
-    """A priced solve of a block by CP-SAT, with its own threads; the status says so."""
+    """A priced solve of a block by CP-SAT, with its own workers
+    (:data:`CPSAT_BLOCK_WORKERS` unless the caller set them); the status says so."""
     schedule, bound, size, status = solve_priced(
         sub, price, solver="cpsat", time_limit=limit, rel_gap=settings["rel_gap"],
         threads=settings["cpsat_threads"], starts=known)  # fmt: skip
@@ -277,7 +285,8 @@ def solve_decomposed(
     threads = options.threads if options.threads is not None or alone else 1
     settings = {"formulation": formulation, "solver": solver, "rel_gap": options.rel_gap,
                 "threads": threads, "warm_start": warm_start,
-                "heuristic_pairs": heuristic_pairs, "cpsat_threads": options.threads}
+                "heuristic_pairs": heuristic_pairs,
+                "cpsat_threads": options.threads or CPSAT_BLOCK_WORKERS}
 
     large = _LargeBlocks(cpsat_blocks)
 
