@@ -221,15 +221,9 @@ def _lower_choices(
     return choices
 
 
-def rest_cost(
-    instance: CimInstance,
-    blocks: list[Block],
-    frontiers: dict[FrontierKey, Frontier],
-    key: FrontierKey,
-    rooms: Callable[[FrontierKey, Frontier], Sequence[int]] | None = None,
-) -> CrossbarCost:
-    """What the rest of the chain takes at least when the block of frontier ``key`` (with
-    its entry and exit cuts on the key's devices) uses c crossbars, for c up to the
+class RestCosts:
+    """What the rest of the chain takes at least when the block of a frontier (with its
+    entry and exit cuts on the frontier's devices) uses c crossbars, for c up to the
     budget: the least sum of the other blocks' lower bounds over every split of what is
     left of the budget (the program of :func:`certified_bound` without that block), plus
     its exit cut's latency. It never decreases in c.
@@ -240,31 +234,88 @@ def rest_cost(
     block's frontier, f(r) >= v - cost(r) (:class:`~placement.cim.frontier.PricedBound`),
     the certified program gets it back at every split. Counts that leave the rest no
     placement cost twice the CPU-only latency and every transfer (more than any
-    makespan)."""
-    k, entry_on, exit_on = key
-    menus = {kk: _lower_choices(rooms)(kk, f) for kk, f in frontiers.items() if kk[0] != k}
-    unit, slots = _units(instance, blocks, menus)
-    before: dict[bool | None, np.ndarray] = {None: _origin(slots)}
-    for j in range(k):
-        before = {d: w[0] for d, w in _advance(instance, j, blocks[j], before, menus, unit,
-                                               slots).items()}  # fmt: skip
-    after: dict[bool | None, np.ndarray] = {exit_on: _origin(slots)}
-    for j in range(k + 1, len(blocks)):
-        after = {d: w[0] for d, w in _advance(instance, j, blocks[j], after, menus, unit,
-                                              slots).items()}  # fmt: skip
-    head, tail = before[entry_on], np.minimum.reduce(list(after.values()))
-    rest = np.full(slots, np.inf)  # the least total per slot of the other blocks
-    for a in np.flatnonzero(np.isfinite(head)):
-        np.minimum(rest[a:], head[a] + tail[: slots - a], out=rest[a:])
-    rest = np.minimum.accumulate(rest)  # within that many slots
-    seconds, extra = cut_cost(instance, blocks[k].exit, exit_on)
-    most = 2.0 * (instance.cpu_only_latency + math.fsum(e.t_transfer for e in instance.edges))
-    values = []
-    for c in range(instance.crossbar_budget + 1):
-        left = instance.crossbar_budget - c - extra
-        # the others' options are rounded down to slots: they fit in left // unit of them
-        values.append(seconds + float(rest[left // unit]) if left >= 0 else np.inf)
-    return CrossbarCost(tuple(min(v, most) for v in values))
+    makespan).
+
+    One pass over the blocks each way serves every frontier: per block, the least total
+    of the blocks before it and of those after it, per slot of crossbars and device of
+    its cut; a frontier's cost joins the two (a min-plus convolution over the slots)."""
+
+    def __init__(
+        self,
+        instance: CimInstance,
+        blocks: list[Block],
+        frontiers: dict[FrontierKey, Frontier],
+        rooms: Callable[[FrontierKey, Frontier], Sequence[int]] | None = None,
+    ) -> None:
+        self.instance, self.blocks = instance, blocks
+        choices = _lower_choices(rooms)
+        menus = {key: choices(key, front) for key, front in frontiers.items()}
+        self.unit, slots = _units(instance, blocks, menus)
+        # before[k]: blocks 0..k-1, by the device of block k's entry cut
+        self.before: list[dict[bool | None, np.ndarray]] = [{None: _origin(slots)}]
+        for k, block in enumerate(blocks):
+            way = _advance(instance, k, block, self.before[-1], menus, self.unit, slots)
+            self.before.append({d: w[0] for d, w in way.items()})
+        # after[k]: blocks k..end, by the device of block k's entry cut
+        self.after: list[dict[bool | None, np.ndarray]] = [{None: _origin(slots)}]
+        for k in range(len(blocks) - 1, -1, -1):
+            entries = list(self.before[k])
+            self.after.append(_retreat(instance, k, blocks[k], self.after[-1], entries, menus,
+                                       self.unit, slots))  # fmt: skip
+        self.after.reverse()
+        self.most = 2.0 * (instance.cpu_only_latency
+                           + math.fsum(e.t_transfer for e in instance.edges))  # fmt: skip
+
+    def __call__(self, key: FrontierKey) -> CrossbarCost:
+        k, entry_on, exit_on = key
+        head, tail = self.before[k][entry_on], self.after[k + 1][exit_on]
+        slots = len(head)
+        rest = np.full(slots, np.inf)  # the least total per slot of the other blocks
+        for a in np.flatnonzero(np.isfinite(head)):
+            np.minimum(rest[a:], head[a] + tail[: slots - a], out=rest[a:])
+        rest = np.minimum.accumulate(rest)  # within that many slots
+        seconds, extra = cut_cost(self.instance, self.blocks[k].exit, exit_on)
+        budget = self.instance.crossbar_budget
+        values = []
+        for c in range(budget + 1):
+            left = budget - c - extra
+            # the others' options are rounded down to slots: they fit in left // unit
+            value = seconds + float(rest[left // self.unit]) if left >= 0 else np.inf
+            values.append(min(value, self.most))
+        return CrossbarCost(tuple(values))
+
+
+def rest_cost(
+    instance: CimInstance,
+    blocks: list[Block],
+    frontiers: dict[FrontierKey, Frontier],
+    key: FrontierKey,
+    rooms: Callable[[FrontierKey, Frontier], Sequence[int]] | None = None,
+) -> CrossbarCost:
+    """What the rest takes for the frontier ``key`` (:class:`RestCosts`)."""
+    return RestCosts(instance, blocks, frontiers, rooms)(key)
+
+
+def _retreat(
+    instance: CimInstance, k: int, block: Block, after: dict[bool | None, np.ndarray],
+    entries: list[bool | None], menus: Menus, unit: int, slots: int,
+) -> dict[bool | None, np.ndarray]:  # fmt: skip
+    """One block of a program run backwards: per device of its entry cut (``entries``),
+    the least total of it and the blocks after it per slot (from ``after``, theirs by the
+    device of its exit cut). Options rounded down to slots, as :func:`_advance` does."""
+    reached: dict[bool | None, np.ndarray] = {}
+    for entry_on in entries:
+        best = np.full(slots, np.inf)
+        for exit_on in exit_devices(instance, block):
+            cost, extra = cut_cost(instance, block.exit, exit_on)
+            table = after[exit_on]
+            for _, crossbars, window in menus[k, entry_on, exit_on]:
+                width = (crossbars + extra) // unit
+                if width < slots:
+                    np.minimum(best[width:], table[: slots - width] + (window + cost),
+                               out=best[width:])  # fmt: skip
+        reached[entry_on] = best
+    return reached
 
 
 def assemble(

@@ -24,7 +24,7 @@ another (so they may run in parallel, :mod:`placement.cim.blockwise`):
   budget (after its priced solves, these are the budget points near the optimum). A
   block whose solver can price its crossbars by the count (``by_rest``) is instead
   solved priced by what the rest of the chain takes at least when it uses them
-  (:func:`~placement.cim.combine.rest_cost`): one solve bounds the whole at every split
+  (:class:`~placement.cim.combine.RestCosts`): one solve bounds the whole at every split
   of the budget between it and the rest, where budget solves would walk its frontier
   one count at a time.
 
@@ -43,13 +43,13 @@ from dataclasses import dataclass
 from placement.cim.combine import (
     Dual,
     FrontierKey,
+    RestCosts,
     assemble,
     best_combination,
     certified_bound,
     dual,
     exit_devices,
     priced_path,
-    rest_cost,
     split_with,
 )
 from placement.cim.frontier import Block, BlockSolver, Frontier, split
@@ -147,9 +147,9 @@ def decompose(
     ``solve_batch`` once it is (so a decomposition done in less than the workers take to
     start never waits for them). ``hand_over(best, bound)``, asked before each round,
     stops the decomposition when true (another method takes over). ``by_rest(block
-    instance)``: whether ``solve_block`` can solve that block priced by a
-    :class:`~placement.cim.schedule.CrossbarCost` (closing rounds then do, module
-    docstring)."""
+    instance)``: whether ``solve_block`` should solve that block priced by a
+    :class:`~placement.cim.schedule.CrossbarCost` now (closing rounds then do, and
+    pricing rounds once it has been priced; module docstring)."""
     blocks, cuts = blocks_and_cuts or split(instance)
     frontiers: dict[FrontierKey, Frontier] = {}
     entry_devices: list[bool | None] = [None]
@@ -159,13 +159,15 @@ def decompose(
             for x in exits:
                 frontiers[k, e, x] = Frontier.start(instance, block, e, x)
         entry_devices = exits
-    allowed: dict[FrontierKey, bool] = {}
+    subs: dict[FrontierKey, CimInstance] = {}  # block instances, for ``by_rest``
 
     def rest_pays(key: FrontierKey) -> bool:
-        if key not in allowed and by_rest is not None:
+        if by_rest is None:
+            return False
+        if key not in subs:
             front = frontiers[key]
-            allowed[key] = by_rest(front.task(front.top)[0])
-        return allowed.get(key, False)
+            subs[key] = front.task(front.top)[0]
+        return by_rest(subs[key])
 
     rounds, stalls, before = 0, 0, (float("inf"), 0.0)
     while True:
@@ -234,10 +236,14 @@ def decompose(
             before = (upper, lower)
         if progress is not None:
             total = sum(f.solves for f in frontiers.values())
-            price = wants[0][2]
-            kind = f"priced at {price:.3g} s/crossbar" if pricing and price else "at budgets"
-            if any(isinstance(w[2], CrossbarCost) for w in wants):
-                kind += " or priced by what the rest takes"
+            prices = [w[2] for w in wants if not isinstance(w[2], CrossbarCost)]
+            kinds = []
+            if prices:
+                priced = pricing and prices[0]
+                kinds.append(f"priced at {prices[0]:.3g} s/crossbar" if priced else "at budgets")
+            if len(prices) < len(wants):
+                kinds.append("priced by what the rest takes")
+            kind = " or ".join(kinds)
             progress(f"decomposition round {rounds}: {solved} block solves {kind} ({total} in"
                      f" all); before it, best {upper:.6g} s, bound {lower:.6g} s")  # fmt: skip
     sizes = [len(b.operators) for b in blocks]
@@ -307,16 +313,19 @@ def _priced_by_rest(
     rel_gap: float,
 ) -> list[_Want]:
     """``wants`` (closing) with each frontier that ``by_rest`` allows priced by what the
-    rest takes (:func:`~placement.cim.combine.rest_cost`, over the lower bounds at
+    rest takes (:class:`~placement.cim.combine.RestCosts`, over the lower bounds at
     ``rooms``, as the certified program charges them). Where that is known within
     ``rel_gap`` already, the rest is what is not known: in its place, the closing wants
     of the split where the block takes its best placement at that price."""
     keys = {id(front): key for key, front in frontiers.items()}
+    costs = None
     priced: dict[int, _Want] = {}
     for front, room, price in wants:
         key = keys[id(front)]
         if by_rest(key):
-            price = rest_cost(instance, blocks, frontiers, key, rooms)
+            if costs is None:
+                costs = RestCosts(instance, blocks, frontiers, rooms)
+            price = costs(key)
             lower, upper = front.priced_bounds(price)
             if lower >= upper * (1 - rel_gap) - 1e-15:
                 best = min(front.points, key=lambda p: p.window + price(p.used))
@@ -342,11 +351,14 @@ def _repriced_by_rest(
     that cost is at least their priced value minus the price of what is left of the
     budget, so the solve bounds what another price would, and more."""
     keys = {id(front): key for key, front in frontiers.items()}
+    costs = None
     repriced: list[_Want] = []
     for front, room, price in wants:
         key = keys[id(front)]
         if front.priced and by_rest(key):
-            price = rest_cost(instance, blocks, frontiers, key, rooms)
+            if costs is None:
+                costs = RestCosts(instance, blocks, frontiers, rooms)
+            price = costs(key)
         repriced.append((front, room, price))
     return repriced
 

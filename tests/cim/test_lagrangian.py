@@ -270,17 +270,19 @@ def test_decompositions_priced_by_what_the_rest_takes_find_the_brute_force_optim
     brute-force optimum with a bound at it, on instances where they run."""
     from placement.cim.decompose import decompose
 
-    by_rest = 0
+    by_rest, lines = 0, []
     for seed in range(10):
         inst = small_budget_instance(700 + seed)
         best = brute_force_makespan(inst)[0]
-        done = decompose(inst, exact_block_solver, rel_gap=0.0, by_rest=lambda sub: True)
+        done = decompose(inst, exact_block_solver, rel_gap=0.0, by_rest=lambda sub: True,
+                         progress=lines.append)  # fmt: skip
         assert done.ended == "optimal"
         assert done.schedule.makespan == pytest.approx(best, rel=1e-9)
         assert done.lower_bound == pytest.approx(best, rel=1e-9)
         assert verify_cim(inst, done.schedule).ok
         by_rest += done.rest_priced_solves
     assert by_rest > 0, "no closing round was priced by what the rest takes"
+    assert any("priced by what the rest takes" in line for line in lines)
 
 
 @pytest.mark.solver
