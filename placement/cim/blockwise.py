@@ -12,8 +12,9 @@ They are started only once the decomposition has run for
 :data:`~placement.solvers.workers.WORKERS_AFTER` seconds, and until they are ready this
 process solves the blocks itself, so a decomposition that ends sooner never waits for
 them. With a Dask ``client``, they run on its cluster (whose
-workers need this package installed). Either way each block solve uses one solver
-thread unless the caller set ``threads``. Blocks are independent, so results are the
+workers need this package installed). Either way each block solve by a MIP solver uses
+one thread and one by CP-SAT :data:`CPSAT_BLOCK_WORKERS`, unless the caller set
+``threads``. Blocks are independent, so results are the
 same as in one process, up to what time-limited block solves find in their time (each
 gets its share of the round times the number of solves running at once).
 """

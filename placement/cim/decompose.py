@@ -188,13 +188,14 @@ def decompose(
         pricing = stalls < PRICING_STALLS
         wants = _pricing(instance, blocks, frontiers, rel_gap, lagrange) if pricing else []
         if wants and by_rest is not None:
-            wants = _repriced_by_rest(instance, blocks, frontiers, wants, rooms, rest_pays)
+            wants = _priced_by_rest(instance, blocks, frontiers, wants, rooms, rest_pays,
+                                    rel_gap, closing=False)
         if not wants:
             pricing = False
             wants = _closing(frontiers, split_rooms, rooms, rel_gap)
             if by_rest is not None:
                 wants = _priced_by_rest(instance, blocks, frontiers, wants, rooms, rest_pays,
-                                        rel_gap)
+                                        rel_gap, closing=True)
         if not wants and stalls >= PRICING_STALLS:  # nothing to close: price again
             pricing = True
             wants = _pricing(instance, blocks, frontiers, rel_gap, lagrange)
@@ -311,23 +312,27 @@ def _priced_by_rest(
     rooms: Callable[[FrontierKey, Frontier], list[int]],
     by_rest: Callable[[FrontierKey], bool],
     rel_gap: float,
+    closing: bool,
 ) -> list[_Want]:
-    """``wants`` (closing) with each frontier that ``by_rest`` allows priced by what the
-    rest takes (:class:`~placement.cim.combine.RestCosts`, over the lower bounds at
-    ``rooms``, as the certified program charges them). Where that is known within
-    ``rel_gap`` already, the rest is what is not known: in its place, the closing wants
-    of the split where the block takes its best placement at that price."""
+    """``wants`` with each frontier that ``by_rest`` allows priced by what the rest takes
+    (:class:`~placement.cim.combine.RestCosts`, over the lower bounds at ``rooms``, as the
+    certified program charges them). In a pricing round, only frontiers priced before: over
+    the others' priced bounds, that cost is at least their priced value minus the price of
+    what is left of the budget, so the solve bounds what another price would, and more.
+    In a closing round, where that is known within ``rel_gap`` already, the rest is what is
+    not known: in its place, the closing wants of the split where the block takes its best
+    placement at that cost."""
     keys = {id(front): key for key, front in frontiers.items()}
     costs = None
     priced: dict[int, _Want] = {}
     for front, room, price in wants:
         key = keys[id(front)]
-        if by_rest(key):
+        if (closing or front.priced) and by_rest(key):
             if costs is None:
                 costs = RestCosts(instance, blocks, frontiers, rooms)
             price = costs(key)
             lower, upper = front.priced_bounds(price)
-            if lower >= upper * (1 - rel_gap) - 1e-15:
+            if closing and lower >= upper * (1 - rel_gap) - 1e-15:
                 best = min(front.points, key=lambda p: p.window + price(p.used))
                 split_rooms = split_with(instance, blocks, frontiers, key, best.used, rooms)
                 for want in _closing(frontiers, split_rooms, rooms, rel_gap):
@@ -336,31 +341,6 @@ def _priced_by_rest(
                 continue
         priced[id(front)] = (front, room, price)
     return list(priced.values())
-
-
-def _repriced_by_rest(
-    instance: CimInstance,
-    blocks: list[Block],
-    frontiers: dict[FrontierKey, Frontier],
-    wants: list[_Want],
-    rooms: Callable[[FrontierKey, Frontier], list[int]],
-    by_rest: Callable[[FrontierKey], bool],
-) -> list[_Want]:
-    """``wants`` (pricing) with each frontier that ``by_rest`` allows and that has been
-    priced before priced by what the rest takes instead: over the others' priced bounds,
-    that cost is at least their priced value minus the price of what is left of the
-    budget, so the solve bounds what another price would, and more."""
-    keys = {id(front): key for key, front in frontiers.items()}
-    costs = None
-    repriced: list[_Want] = []
-    for front, room, price in wants:
-        key = keys[id(front)]
-        if front.priced and by_rest(key):
-            if costs is None:
-                costs = RestCosts(instance, blocks, frontiers, rooms)
-            price = costs(key)
-        repriced.append((front, room, price))
-    return repriced
 
 
 def _room_choice(

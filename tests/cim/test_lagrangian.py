@@ -197,18 +197,27 @@ def test_a_priced_solve_matches_the_brute_force(seed):
 
 
 @pytest.mark.solver
+@pytest.mark.parametrize("by_count", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_a_priced_cpsat_solve_matches_the_brute_force(seed):
-    """The interval model with the priced objective (price rounded down to CP-SAT's time
-    unit: a relaxation, so its bound stays valid) finds the brute-force priced optimum."""
+def test_a_priced_cpsat_solve_matches_the_brute_force(seed, by_count):
+    """The interval model with the priced objective (the price, or with ``by_count`` a
+    cost by the count as an element constraint, rounded down to CP-SAT's time unit: a
+    relaxation, so its bound stays valid) finds the brute-force priced optimum."""
     inst = random_instance(random.Random(420 + seed), 7, edge_prob=0.3)
-    price = median_price(inst)
+    price = random_cost(random.Random(seed), inst) if by_count else median_price(inst)
     truth = brute_force_makespan(inst, price=price)[0]
     schedule, bound, _, status = solve_priced(inst, price, solver="cpsat", rel_gap=1e-7)
     assert verify_cim(inst, schedule).ok
     value = priced_makespan(inst, schedule, price)
     assert bound <= truth * (1 + 1e-9)
     assert status == "optimal" and value == pytest.approx(truth, rel=1e-6)
+
+
+@pytest.mark.unit
+def test_only_cpsat_takes_a_cost_by_the_count():
+    inst = random_instance(random.Random(440), 5, edge_prob=0.3)
+    with pytest.raises(ValueError, match="CP-SAT only"):
+        solve_priced(inst, random_cost(random.Random(0), inst), solver="highs")
 
 
 @pytest.mark.unit
@@ -283,24 +292,6 @@ def test_decompositions_priced_by_what_the_rest_takes_find_the_brute_force_optim
         by_rest += done.rest_priced_solves
     assert by_rest > 0, "no closing round was priced by what the rest takes"
     assert any("priced by what the rest takes" in line for line in lines)
-
-
-@pytest.mark.solver
-@pytest.mark.parametrize("seed", range(6))
-def test_a_cpsat_solve_priced_by_the_count_matches_the_brute_force(seed):
-    """The interval model with the cost by the count (an element constraint, rounded down
-    to the time unit) finds the brute-force optimum of T + cost(crossbars), its bound
-    below it; other solvers refuse such a cost."""
-    inst = random_instance(random.Random(440 + seed), 7, edge_prob=0.3)
-    cost = random_cost(random.Random(seed), inst)
-    truth = brute_force_makespan(inst, price=cost)[0]
-    schedule, bound, _, status = solve_priced(inst, cost, solver="cpsat", rel_gap=1e-7)
-    assert verify_cim(inst, schedule).ok
-    value = priced_makespan(inst, schedule, cost)
-    assert bound <= truth * (1 + 1e-9)
-    assert status == "optimal" and value == pytest.approx(truth, rel=1e-6)
-    with pytest.raises(ValueError, match="CP-SAT only"):
-        solve_priced(inst, cost, solver="highs")
 
 
 @pytest.mark.unit
