@@ -135,9 +135,9 @@ def _large_block_task(
     """A solve of a large block as :class:`_LargeBlocks` planned it (priced, at price 0
     for a budget solve); the status names the solver that ended it. Both solvers' bounds
     are of the same least priced value, so the better one stands, with the better
-    placement. CP-SAT keeps its own threads: its strength is its portfolio of parallel
-    searches (one search alone proved none of YOLOv5nu's head-block solves in 20 s that
-    its default, all cores, proved in 1-7 s: benchmarks/README.md)."""
+    placement. CP-SAT keeps its own workers (:data:`CPSAT_BLOCK_WORKERS`): its strength
+    is its portfolio of parallel searches (one search alone proved none of YOLOv5nu's
+    head-block solves in 20 s that two proved in 1-7 s: benchmarks/README.md)."""
     if settings["large_block"] == CPSAT:
         return _cpsat_task(sub, limit, known, settings, price)
     tick = time.perf_counter()

@@ -21,12 +21,14 @@ another (so they may run in parallel, :mod:`placement.cim.blockwise`):
   rounds that moved no bound): the split of the budget that the certified dynamic
   program picks names, per block, the number of crossbars it would get; where the
   block's frontier is not known there within the gap, the block is solved with that
-  budget (after its priced solves, these are the budget points near the optimum). A
-  block whose solver can price its crossbars by the count (``by_rest``) is instead
-  solved priced by what the rest of the chain takes at least when it uses them
-  (:class:`~placement.cim.combine.RestCosts`): one solve bounds the whole at every split
-  of the budget between it and the rest, where budget solves would walk its frontier
-  one count at a time.
+  budget (after its priced solves, these are the budget points near the optimum).
+
+A block that ``by_rest`` names (the pipeline's: one that HiGHS has left unproven, for
+CP-SAT to solve) is instead priced by what the rest of the chain takes at least when it
+uses c crossbars (:class:`~placement.cim.combine.RestCosts`), in closing rounds and in
+pricing rounds once it has been priced: one solve bounds the whole at every split of the
+budget between it and the rest, where budget solves would walk its frontier one count
+at a time.
 
 When the upper and the lower bound meet, the combination is optimal; when the time is
 up or nothing is left to learn (block solves that ended at their time limit), the gap
@@ -388,6 +390,8 @@ def _learnable(want: _Want, share: float | None, rel_gap: float
             return None
         if front.price_to_learn(price, share, rel_gap):
             return front.sums[-1], price
+        if room is None:  # a pricing round's
+            return None
         price = None  # that solve ended at its limit: the budget solve instead
     if price:
         return (front.sums[-1], price) if front.price_to_learn(price, share, rel_gap) else None
