@@ -295,6 +295,34 @@ def test_decompositions_priced_by_what_the_rest_takes_find_the_brute_force_optim
 
 
 @pytest.mark.unit
+def test_a_decomposition_priced_by_what_the_rest_takes_is_not_handed_over():
+    """Once a block has been priced by what the rest takes, ``hand_over`` is no longer
+    asked: such decompositions end at the brute-force optimum even with a hand-over that
+    would stop them from the third round on."""
+    from placement.cim.decompose import HANDED_OVER, decompose
+
+    kept = 0
+    for seed in range(10):
+        inst = small_budget_instance(710 + seed)
+        asked: list[float] = []
+
+        def hand_over(best: float, bound: float, asked: list[float] = asked) -> bool:
+            asked.append(best)
+            return len(asked) > 2  # before the third round
+
+        done = decompose(inst, exact_block_solver, rel_gap=0.0, by_rest=lambda sub: True,
+                         hand_over=hand_over)  # fmt: skip
+        if done.rest_priced_solves:
+            assert done.ended != HANDED_OVER
+            assert done.schedule.makespan == pytest.approx(brute_force_makespan(inst)[0],
+                                                           rel=1e-9)  # fmt: skip
+            kept += done.rounds >= 3
+        else:
+            assert done.ended in (HANDED_OVER, "optimal")
+    assert kept, "no decomposition went past the third round priced by what the rest takes"
+
+
+@pytest.mark.unit
 def test_a_cost_by_the_count_holds_its_last_value_beyond_it():
     cost = CrossbarCost((0.0, 1.0, 1.0, 3.0))
     assert [cost(c) for c in range(6)] == [0.0, 1.0, 1.0, 3.0, 3.0, 3.0]
