@@ -285,17 +285,6 @@ class RestCosts:
         return CrossbarCost(tuple(values))
 
 
-def rest_cost(
-    instance: CimInstance,
-    blocks: list[Block],
-    frontiers: dict[FrontierKey, Frontier],
-    key: FrontierKey,
-    rooms: Callable[[FrontierKey, Frontier], Sequence[int]] | None = None,
-) -> CrossbarCost:
-    """What the rest takes for the frontier ``key`` (:class:`RestCosts`)."""
-    return RestCosts(instance, blocks, frontiers, rooms)(key)
-
-
 def _retreat(
     instance: CimInstance, k: int, block: Block, after: dict[bool | None, np.ndarray],
     entries: list[bool | None], menus: Menus, unit: int, slots: int,

@@ -22,12 +22,12 @@ from oracles import (
 
 from placement.cim import combine
 from placement.cim.combine import (
+    RestCosts,
     best_combination,
     certified_bound,
     dual,
     exit_devices,
     priced_path,
-    rest_cost,
 )
 from placement.cim.frontier import (
     HOST,
@@ -260,7 +260,8 @@ def test_what_the_rest_takes_bounds_the_whole_and_is_exact_over_exact_frontiers(
     blocks, frontiers = frontiers_of(inst)
 
     def least(k: int) -> float:
-        return min(front.lower(c) + rest_cost(inst, blocks, frontiers, key)(c)
+        costs = RestCosts(inst, blocks, frontiers)
+        return min(front.lower(c) + costs(key)(c)
                    for key, front in frontiers.items() if key[0] == k for c in front.sums)
 
     for k in range(len(blocks)):
