@@ -69,9 +69,9 @@ HIGHS_FIRST, CPSAT = "HiGHS first", "CP-SAT"
 #: CP-SAT's search workers in a block solve unless the caller set ``threads``: its full
 #: portfolio, whatever the cores. Measured on YOLOv5nu's 88-operator head block at
 #: 500 ns priced by what the rest takes (2-core VM, benchmarks/README.md): 8 workers
-#: proved it in 5.6-8.0 s (4 runs), CP-SAT's default (one per core, 2) in 16.8 s once
-#: and not within 60 s in 3 of 5 runs: the workers that raise the bound are not among
-#: the first two.
+#: proved it in 5.6-8.0 s (4 runs), CP-SAT's default (one per core, 2) in 16.8, 30.5
+#: and 58.2 s and not within 60 s in 2 of 5 runs: the workers that raise the bound are
+#: not among the first two.
 CPSAT_BLOCK_WORKERS = 8
 
 
