@@ -37,7 +37,7 @@ from placement.cim.schedule import (
 from placement.cim.verifier import verify_cim
 from placement.errors import PlacementError
 from placement.models.cim_makespan.interval import build_interval_model
-from placement.models.cim_makespan.structure import structure
+from placement.models.cim_makespan.structure import host_idle_windows, structure
 from placement.models.common import check_outcome
 from placement.solvers.base import (
     SolveOptions,
@@ -105,6 +105,12 @@ def interval_data(
         span = hint.makespan + price_units * hint.crossbars_used(r)
     if horizon is not None:
         span = max(span, horizon / unit)
+    head = {v: int(math.floor(st["head"][v])) for v in names}
+    tail = {v: int(math.floor(st["tail"][v])) for v in names}
+    t_host = {op.name: int(op.t_host) for op in r.operators}
+    t_fast = {op.name: int(op.t_host if op.t_acc is None else min(op.t_host, op.t_acc))
+              for op in r.operators}  # fmt: skip
+    forced = {op.name: not op.supported for op in r.operators}
     return {
         "names": names,
         "t_host": [int(op.t_host) for op in r.operators],
@@ -114,8 +120,10 @@ def interval_data(
         "edges": [(e.src, e.dst, int(e.t_transfer)) for e in r.edges],
         "sinks": list(r.sinks),
         "horizon": int(math.ceil(span)),
-        "head": {v: int(math.floor(st["head"][v])) for v in names},
-        "tail": {v: int(math.floor(st["tail"][v])) for v in names},
+        "head": head,
+        "tail": tail,
+        "idle_windows": [(int(a), int(b)) for a, b in
+                         host_idle_windows(t_host, t_fast, forced, head, tail)],
         "before": {v: st["before"][v] for v in names},
         "after": {v: st["after"][v] for v in names},
         "between": [(u, w, st["between"][u, w]) for u, w in st["bottleneck_pairs"]],

@@ -12,7 +12,8 @@ with scheduling constraints.
 * the valid bounds of the ``bounded`` formulation (host-serial, ancestor/descendant
   host work within each segment between bottlenecks, consecutive bottlenecks) and
   constant head/tail bounds on the domains; without them CP-SAT proves little on
-  YOLO-sized graphs;
+  YOLO-sized graphs; and the host-idle rows of ``data["idle_windows"]``
+  (:func:`~placement.models.cim_makespan.structure.host_idle_windows`);
 * a feasible schedule as a hint, its makespan as the horizon;
 * with ``data["price"]`` (time units per crossbar, an integer): minimize T + price x
   crossbars used instead of T (:mod:`placement.cim.priced`); or with ``data["cost"]``
@@ -81,6 +82,11 @@ def build_interval_model(data: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
                 m.add((makespan if q is None else s[q]) >= e[v] + work(after))
         for u, v, between in data["between"]:  # between consecutive bottlenecks
             m.add(s[v] >= e[u] + work(between))
+        head, tail = data["head"], data["tail"]
+        for a, b in data["idle_windows"]:  # the host's idle time (host_idle_windows)
+            busy = {w: min(dh[w], max(a - head[w], 0) + max(b - tail[w], 0))
+                    for w in names}  # fmt: skip
+            m.add(makespan >= sum((dh[w] - busy[w]) * x[w] for w in names) + a + b)
     price, cost = data.get("price", 0), data.get("cost")
     if capable and (price or cost):  # priced: a relaxation of Eq. 14 (the row stays)
         xb = data["crossbars"]

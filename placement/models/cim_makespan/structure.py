@@ -13,13 +13,14 @@ bottleneck's start: chained by the bottleneck rows, they bound as much as the wh
 sets would, and their size is the sum of the segments' squares, not n^2.
 
 Also: constant lower bounds on each operator's start (``head``) and on the time after
-its finish (``tail``), in model units.
+its finish (``tail``), in model units, and the windows of the host-idle rows
+(:func:`host_idle_windows`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import networkx as nx
@@ -135,3 +136,55 @@ def structure(instance: CimProblem, unit: float) -> dict[str, Any]:
         "head": head,
         "tail": tail,
     }
+
+
+#: The host-idle rows (:func:`host_idle_windows`) hold a term per operator: at most this
+#: many windows' lengths on each side, fewer on large graphs so that the rows hold about
+#: :data:`IDLE_ROW_TERMS` terms in all.
+IDLE_LEVELS = 12
+IDLE_ROW_TERMS = 200_000
+
+
+def host_idle_windows(
+    t_host: Mapping[str, float],
+    t_fast: Mapping[str, float],
+    forced: Mapping[str, bool],
+    head: Mapping[str, float],
+    tail: Mapping[str, float],
+) -> list[tuple[float, float]]:
+    """Pairs (a, b) of window lengths, a window of length a at the start of the schedule
+    and one of length b at its end, for the host-idle rows.
+
+    The host runs one operator at a time, so the makespan is its work plus its idle
+    time; in [0, a) an operator v can keep it busy at most min(t_host, a - head[v]),
+    and in the last b at most min(t_host, b - tail[v]). So
+
+        T >= sum_v t_host[v] x_v + a + b - sum_v min(t_host[v], o_a[v] + o_b[v]) x_v
+
+    (o_a, o_b: those overlaps, 0 when head[v] >= a, tail[v] >= b) whenever the two
+    windows cannot overlap: a + b is at most a makespan no placement beats (the longest
+    path at ``t_fast``, the faster latency; the host work of the ``forced`` operators,
+    those only the host runs). The LP relaxation of the ordering otherwise sees no idle
+    time at all, and a placement that offloads every operator able to start early
+    leaves the host waiting (YOLOv5nu-P2's head block: benchmarks/README.md).
+
+    The lengths are where the idle may stop growing: the distinct heads (tails) below
+    that makespan, evenly sampled down to :data:`IDLE_LEVELS` per side."""
+    names = list(t_host)
+    if not names:
+        return []
+    least = max(sum(t_host[v] for v in names if forced[v]),
+                max(head[v] + t_fast[v] + tail[v] for v in names))  # fmt: skip
+    levels = min(IDLE_LEVELS, math.isqrt(IDLE_ROW_TERMS // len(names)))
+    if levels < 1:
+        return []
+
+    def lengths(bound: Mapping[str, float]) -> list[float]:
+        found = sorted({bound[v] for v in names if 0 < bound[v] <= least})
+        if len(found) > levels:
+            step = (len(found) - 1) / max(levels - 1, 1)
+            found = [found[round(i * step)] for i in range(levels)]
+        return found
+
+    starts, ends = [0.0, *lengths(head)], [0.0, *lengths(tail)]
+    return [(a, b) for a in starts for b in ends if (a or b) and a + b <= least]
