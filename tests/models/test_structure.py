@@ -9,6 +9,7 @@ import networkx as nx
 import pytest
 from oracles import random_instance
 
+from placement.cim.instance import CimEdge, CimInstance, CimOperator
 from placement.cim.schedule import asap_schedule
 from placement.models.cim_makespan.structure import (
     bits_of,
@@ -80,7 +81,8 @@ def test_host_idle_rows_hold_on_every_schedule(seed):
     st = structure(inst, 1.0)
     ops = inst.by_name
     t_host = {v: ops[v].t_host for v in ops}
-    t_fast = {v: min(ops[v].t_host, ops[v].t_acc or math.inf) for v in ops}
+    t_fast = {v: min(ops[v].t_host, math.inf if ops[v].t_acc is None else ops[v].t_acc)
+              for v in ops}  # fmt: skip
     forced = {v: not ops[v].supported for v in ops}
     windows = host_idle_windows(t_host, t_fast, forced, st["head"], st["tail"])
     for _ in range(60):
@@ -98,8 +100,6 @@ def test_host_idle_rows_hold_on_every_schedule(seed):
 def test_host_idle_rows_see_the_wait_for_an_offloaded_first_operator():
     """a (host 1, CIM 0.2) -> b (host only, 1): with a offloaded the host waits 0.2 first,
     which the row for a start window of 0.2 charges (the host-serial row: 1)."""
-    from placement.cim.instance import CimEdge, CimInstance, CimOperator
-
     inst = CimInstance.build([CimOperator("a", 1.0, 0.2, 1), CimOperator("b", 1.0)],
                              [CimEdge("a", "b", 0.0)], 1)  # fmt: skip
     st = structure(inst, 1.0)

@@ -84,9 +84,9 @@ def build_interval_model(data: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
             m.add(s[v] >= e[u] + work(between))
         head, tail = data["head"], data["tail"]
         for a, b in data["idle_windows"]:  # the host's idle time (host_idle_windows)
-            busy = {w: min(dh[w], max(a - head[w], 0) + max(b - tail[w], 0))
+            left = {w: dh[w] - min(dh[w], max(a - head[w], 0) + max(b - tail[w], 0))
                     for w in names}  # fmt: skip
-            m.add(makespan >= sum((dh[w] - busy[w]) * x[w] for w in names) + a + b)
+            m.add(makespan >= sum((left[w] * x[w] for w in names if left[w]), start=0) + a + b)
     price, cost = data.get("price", 0), data.get("cost")
     if capable and (price or cost):  # priced: a relaxation of Eq. 14 (the row stays)
         xb = data["crossbars"]
